@@ -1,0 +1,29 @@
+# Two commands a fresh clone needs:  `make run` (set up, then the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
+
+.PHONY: setup run test bench clean
+
+$(VENV)/.installed: requirements.lock pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+setup: $(VENV)/.installed
+
+# The main job: the full refresh on the recorded samples (no network needed).
+run: setup
+	$(BIN)/caseforge ingest oyez --from-dir $(SAMPLES)/oyez/cases --legacy-table $(SAMPLES)/oyez/legacy_justice_table.csv
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python bench/oyez_parse.py
+
+clean:
+	rm -rf $(VENV) data

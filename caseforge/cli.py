@@ -1,0 +1,61 @@
+"""`caseforge` command line. Each command group lives in caseforge/commands/ and registers itself."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from caseforge.orchestration import quiet_prefect_defaults
+
+COMMAND_MODULES = [
+    "caseforge.commands.ingest",
+    "caseforge.commands.query",
+]
+
+
+class CommandFailed(Exception):
+    """A command ran but something failed or was quarantined; carries one-line reasons."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="caseforge", description="Legal benchmark datasets from court sources.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    quiet_prefect_defaults()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("httpx", "httpcore", "great_expectations"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.handler(args) or 0
+    except CommandFailed as exc:
+        for reason in exc.reasons:
+            print(f"caseforge: {reason}", file=sys.stderr)
+        return 1
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        print(f"caseforge: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Settings from the environment, with the defaults the README documents."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SQL_DIR = PROJECT_ROOT / "sql"
+EXPECTATIONS_DIR = PROJECT_ROOT / "expectations"
+PROMPTS_DIR = PROJECT_ROOT / "prompts"
+
+DEFAULT_USER_AGENT = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/124.0 Safari/537.36 caseforge/0.1 (+legal benchmark research)"
+)
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path = field(default_factory=lambda: Path(os.environ.get("CASEFORGE_DB", "data/caseforge.duckdb")))
+    export_dir: Path | None = None
+    samples_dir: Path = field(
+        default_factory=lambda: Path(os.environ.get("CASEFORGE_SAMPLES", str(PROJECT_ROOT.parent / "shared" / "samples")))
+    )
+    user_agent: str = field(default_factory=lambda: os.environ.get("CASEFORGE_USER_AGENT", DEFAULT_USER_AGENT))
+    requests_per_second: float = field(default_factory=lambda: _env_float("CASEFORGE_RPS", 2.0))
+    max_retries: int = field(default_factory=lambda: int(_env_float("CASEFORGE_MAX_RETRIES", 5)))
+    backoff_base_s: float = field(default_factory=lambda: _env_float("CASEFORGE_BACKOFF_S", 1.0))
+    timeout_s: float = field(default_factory=lambda: _env_float("CASEFORGE_TIMEOUT_S", 30.0))
+
+    @property
+    def parquet_dir(self) -> Path:
+        """Curated tables are mirrored here after each run (readable while a run holds the DB)."""
+        return self.export_dir or self.db_path.parent / "parquet"
+
+
+def settings(db: str | Path | None = None) -> Settings:
+    base = Settings()
+    if db is None:
+        return base
+    return Settings(
+        db_path=Path(db),
+        samples_dir=base.samples_dir,
+        user_agent=base.user_agent,
+        requests_per_second=base.requests_per_second,
+        max_retries=base.max_retries,
+        backoff_base_s=base.backoff_base_s,
+        timeout_s=base.timeout_s,
+    )

@@ -1,0 +1,192 @@
+"""The quality gate: validate a batch against its great-expectations suite before it is written.
+
+Suites live in expectations/<table>.json. An expectation that fails on particular rows
+(a null name, a malformed term) quarantines those rows with the reason and lets the rest
+land. A table-level failure (row count, duplicate keys) or too many bad rows (the parser is
+probably broken) rejects the whole batch: nothing is written and the run says so.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+
+import duckdb
+import pandas as pd
+
+from caseforge.config import EXPECTATIONS_DIR
+
+log = logging.getLogger(__name__)
+
+BATCH_LEVEL_TYPES = frozenset({
+    "expect_column_values_to_be_unique",
+    "expect_compound_columns_to_be_unique",
+    "expect_select_column_values_to_be_unique_within_record",
+})
+DEFAULT_MAX_FAILED_ROW_FRACTION = 0.5
+MIN_ROWS_FOR_FRACTION_RULE = 20
+
+
+@dataclass
+class GateResult:
+    table: str
+    suite: str
+    rows_checked: int
+    passed: pd.DataFrame
+    failed_rows: dict[int, list[str]] = field(default_factory=dict)   # positional index -> reasons
+    batch_rejected: bool = False
+    batch_reasons: list[str] = field(default_factory=list)
+    result_json: dict = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return not self.batch_rejected and not self.failed_rows
+
+    @property
+    def rows_failed(self) -> int:
+        return self.rows_checked if self.batch_rejected else len(self.failed_rows)
+
+
+def load_suite_json(table: str) -> dict:
+    path = EXPECTATIONS_DIR / f"{table}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no expectation suite for {table}: expected {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _context():
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx  # slow import (seconds): only when a gate runs
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch_definition = (
+        ctx.data_sources.add_pandas("caseforge")
+        .add_dataframe_asset("batch")
+        .add_batch_definition_whole_dataframe("whole")
+    )
+    return gx, batch_definition
+
+
+def _describe(expectation: dict) -> str:
+    kwargs = {k: v for k, v in expectation.get("kwargs", {}).items() if k not in ("column", "batch_id")}
+    column = expectation.get("kwargs", {}).get("column")
+    where = f" on {column}" if column else ""
+    extra = f" {json.dumps(kwargs, ensure_ascii=False, default=str)}" if kwargs else ""
+    return f"{expectation['type']}{where}{extra}"
+
+
+def _gx_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """GX's pandas metrics choke on list/dict cells; give them a JSON view of such columns."""
+    safe = frame.reset_index(drop=True).copy()
+    for column in safe.columns:
+        sample = safe[column].dropna().head(20)
+        if any(isinstance(v, (list, dict, tuple)) or hasattr(v, "tolist") for v in sample):
+            safe[column] = safe[column].map(lambda v: None if v is None else json.dumps(
+                v.tolist() if hasattr(v, "tolist") else v, ensure_ascii=False, default=str))
+    return safe
+
+
+def validate(table: str, frame: pd.DataFrame) -> GateResult:
+    suite_json = load_suite_json(table)
+    frame = frame.reset_index(drop=True)
+    result = GateResult(table=table, suite=suite_json["name"], rows_checked=len(frame), passed=frame)
+    gx, batch_definition = _context()
+    suite = gx.ExpectationSuite(name=suite_json["name"], expectations=suite_json["expectations"])
+    batch = batch_definition.get_batch(batch_parameters={"dataframe": _gx_safe(frame)})
+    outcome = batch.validate(suite, result_format="COMPLETE")
+    result.result_json = outcome.to_json_dict()
+    for item in outcome.results:
+        if item.success:
+            continue
+        config = item.expectation_config.to_json_dict()
+        reason = _describe(config)
+        indexes = (item.result or {}).get("unexpected_index_list")
+        if config["type"] in BATCH_LEVEL_TYPES or indexes is None:
+            result.batch_reasons.append(reason)
+            continue
+        for index in indexes:
+            position = index if isinstance(index, int) else int(index.get("index", -1)) if isinstance(index, dict) else -1
+            result.failed_rows.setdefault(position, []).append(reason)
+    meta = suite_json.get("meta", {})
+    fraction = float(meta.get("max_failed_row_fraction", DEFAULT_MAX_FAILED_ROW_FRACTION))
+    if len(frame) >= MIN_ROWS_FOR_FRACTION_RULE and len(result.failed_rows) > fraction * len(frame):
+        result.batch_reasons.append(
+            f"{len(result.failed_rows)} of {len(frame)} rows failed (more than {fraction:.0%}): "
+            "the parser is probably broken"
+        )
+    if result.batch_reasons:
+        result.batch_rejected = True
+        result.passed = frame.iloc[0:0]
+    elif result.failed_rows:
+        keep = [i for i in range(len(frame)) if i not in result.failed_rows]
+        result.passed = frame.iloc[keep].reset_index(drop=True)
+    return result
+
+
+def _row_json(row: pd.Series) -> str:
+    return json.dumps({k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in row.items()},
+                      ensure_ascii=False, default=str)
+
+
+def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFrame, result: GateResult,
+           key_column: str | None = None) -> None:
+    """Keep the validation result, and quarantine what did not pass."""
+    now = datetime.now(timezone.utc)
+    frame = frame.reset_index(drop=True)
+    failed = [{"expectation": reason, "scope": "batch"} for reason in result.batch_reasons]
+    failed += [{"row": i, "reasons": reasons} for i, reasons in sorted(result.failed_rows.items())[:200]]
+    con.execute(
+        "INSERT INTO ops.quality_results (run_id, table_name, suite, validated_at, success, rows_checked, rows_failed, "
+        "batch_rejected, failed_expectations, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, result.table, result.suite, now, result.success, result.rows_checked, result.rows_failed,
+         result.batch_rejected, json.dumps(failed, default=str), json.dumps(result.result_json, default=str)],
+    )
+    if result.batch_rejected:
+        reason = "batch rejected by gate: " + "; ".join(result.batch_reasons)
+        rows = range(len(frame))
+    else:
+        rows = sorted(result.failed_rows)
+    quarantined = []
+    for i in rows:
+        if i < 0 or i >= len(frame):
+            continue
+        row = frame.iloc[i]
+        why = reason if result.batch_rejected else "gate: " + "; ".join(result.failed_rows[i])
+        key = str(row[key_column]) if key_column and key_column in row and row[key_column] is not None else None
+        sha = row.get("raw_sha256") if "raw_sha256" in row else None
+        quarantined.append((run_id, result.table, key, "gate", why, _row_json(row), sha, now))
+    if quarantined:
+        con.executemany(
+            "INSERT INTO ops.quarantine (run_id, table_name, source_key, stage, reason, row_data, raw_sha256, "
+            "quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            quarantined,
+        )
+
+
+def gate(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, frame: pd.DataFrame,
+         key_column: str | None = None) -> GateResult:
+    result = validate(table, frame)
+    record(con, run_id, frame, result, key_column=key_column)
+    if result.batch_rejected:
+        log.error("gate rejected the %s batch: %s", table, "; ".join(result.batch_reasons))
+    elif result.failed_rows:
+        log.warning("gate quarantined %d of %d %s rows", len(result.failed_rows), result.rows_checked, table)
+    return result
+
+
+def quarantine(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, stage: str, reason: str,
+               source_key: str | None = None, raw_sha256: str | None = None, row_data: dict | None = None) -> None:
+    """Record an item that never reached the gate (fetch or parse failure)."""
+    con.execute(
+        "INSERT INTO ops.quarantine (run_id, table_name, source_key, stage, reason, row_data, raw_sha256, quarantined_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, table, source_key, stage, reason,
+         json.dumps(row_data, ensure_ascii=False, default=str) if row_data is not None else None,
+         raw_sha256, datetime.now(timezone.utc)],
+    )

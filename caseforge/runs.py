@@ -1,0 +1,52 @@
+"""ops.runs bookkeeping and the report every stage returns to the CLI and to Prefect."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import duckdb
+
+
+@dataclass
+class StageReport:
+    """What a stage did: counts for the UI and one-line reasons for everything that went wrong."""
+
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    run_id: int | None = None
+
+    def add(self, counter: str, n: int = 1) -> None:
+        self.counts[counter] = self.counts.get(counter, 0) + n
+
+    def fail(self, reason: str) -> None:
+        self.failures.append(reason)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.counts.get("quarantined", 0)
+
+    @property
+    def status(self) -> str:
+        if self.failures and not self.counts.get("quarantined"):
+            return "failed"
+        return "succeeded" if self.ok else "quarantined"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
+    return con.execute(
+        "INSERT INTO ops.runs (kind, target, started_at, status) VALUES (?, ?, ?, 'running') RETURNING run_id",
+        [kind, target, datetime.now(timezone.utc)],
+    ).fetchone()[0]
+
+
+def finish_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport) -> None:
+    message = "; ".join(report.failures[:20]) or None
+    con.execute(
+        "UPDATE ops.runs SET finished_at = ?, status = ?, counts = ?, message = ? WHERE run_id = ?",
+        [datetime.now(timezone.utc), report.status, json.dumps(report.counts), message, run_id],
+    )

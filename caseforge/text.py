@@ -1,0 +1,50 @@
+"""Text cleaning shared by the parsers."""
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+from bs4 import BeautifulSoup
+
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
+_BLANK_LINES = re.compile(r"\s*\n\s*")
+_LITERAL_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(\s[^<>]*)?/?>")
+_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
+_SPACE_BEFORE_PUNCT = re.compile(r" ([,.;:!?)\]])")
+_SPACE_AFTER_OPEN = re.compile(r"([(\[]) ")
+_BLOCKS = ["p", "li", "div", "h1", "h2", "h3", "h4", "h5", "blockquote", "tr"]
+
+
+def _strip_markup(value: str) -> str:
+    """One pass of HTML → text; block elements become lines, inline elements keep a space."""
+    soup = BeautifulSoup(value, "lxml")
+    for br in soup.find_all("br"):
+        br.replace_with("\n")
+    for block in soup.find_all(_BLOCKS):
+        block.insert_before("\n")
+        block.insert_after("\n")
+    return soup.get_text(" ")
+
+
+def html_to_text(value: str | None) -> str | None:
+    """Plain text from an HTML fragment, without glued words.
+
+    Words stay apart where tags met (the released CaseFacts text has "inRoth v. United States"),
+    entities are decoded, literal "\\u00e9" escapes are decoded, and markup that was escaped
+    twice upstream ("&lt;i&gt;") is stripped on a second pass. Returns None for empty input.
+    """
+    if value is None:
+        return None
+    text = _LITERAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), str(value))
+    for _ in range(3):
+        if not (_TAG.search(text) or _ENTITY.search(text)):
+            break
+        text = _strip_markup(text) if _TAG.search(text) else html.unescape(text)
+    text = unicodedata.normalize("NFC", text)
+    text = _SPACES.sub(" ", text)
+    text = _SPACE_BEFORE_PUNCT.sub(r"\1", text)
+    text = _SPACE_AFTER_OPEN.sub(r"\1", text)
+    text = _BLANK_LINES.sub("\n", text).strip()
+    return text or None

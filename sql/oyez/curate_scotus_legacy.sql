@@ -1,0 +1,10 @@
+-- Upsert the legacy table, then carry its disposition onto the API-sourced cases.
+INSERT OR REPLACE INTO curated.scotus_legacy
+SELECT case_id, name, source_url, docket, term, first_party, second_party, facts, majority_vote,
+       minority_vote, first_party_winner, decision_type, disposition, issue_area, raw_sha256
+FROM staging.scotus_legacy;
+
+UPDATE curated.scotus_cases AS c
+SET disposition = l.disposition
+FROM curated.scotus_legacy AS l
+WHERE l.case_id = c.case_id AND c.disposition IS DISTINCT FROM l.disposition;

@@ -1,0 +1,194 @@
+"""Oyez stages: plan from the case list, fetch details, parse, gate and load. No Prefect here."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from caseforge.archive import Payload, RawArchive
+from caseforge.fetch import Fetcher, FetchError
+from caseforge.gate import quarantine
+from caseforge.load import gate_and_load
+from caseforge.progress import Progress
+from caseforge.runs import StageReport
+from caseforge.tasks.oyez.legacy import parse_legacy_table
+from caseforge.tasks.oyez.parse import (
+    COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, parse_case_list,
+)
+
+log = logging.getLogger(__name__)
+
+SOURCE = "oyez"
+API = "https://api.oyez.org"
+BATCH_SIZE = 200
+
+
+@dataclass
+class PlannedCase:
+    key: str
+    href: str
+    summary_sha: str
+
+
+def list_request(term: str | None) -> tuple[str, str, dict]:
+    """(archive key, url, params) of the case list, all terms or one."""
+    if term:
+        return f"list/{term}", f"{API}/cases", {"per_page": 0, "filter": f"term:{term}"}
+    return "list/all", f"{API}/cases", {"per_page": 0}
+
+
+def summary_sha(item: dict) -> str:
+    return hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def plan_from_list(con: duckdb.DuckDBPyConnection, summaries: list[dict], full: bool) -> tuple[list[PlannedCase], int]:
+    """Cases whose summary is new or changed since the last refresh (all of them with full)."""
+    known = dict(con.execute("SELECT key, summary_sha FROM ops.oyez_list_state").fetchall())
+    planned, unchanged = [], 0
+    for item in summaries:
+        key = key_from_href(item["href"])
+        sha = summary_sha(item)
+        if not full and known.get(key) == sha:
+            unchanged += 1
+            continue
+        planned.append(PlannedCase(key, item["href"], sha))
+    return planned, unchanged
+
+
+def fetch_list(fetcher: Fetcher, term: str | None, report: StageReport) -> list[dict] | None:
+    """The case list, or None when the server says it has not changed since the last run."""
+    key, url, params = list_request(term)
+    result = fetcher.get(SOURCE, key, url, params=params)
+    report.add("list_requests")
+    if result.not_modified:
+        report.add("list_not_modified")
+        return None
+    return parse_case_list(result.payload.body)
+
+
+def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, planned: list[PlannedCase],
+                  report: StageReport) -> list[tuple[PlannedCase, Payload]]:
+    fetched = []
+    for case in planned:
+        try:
+            result = fetcher.get(SOURCE, case.key, case.href)
+        except FetchError as exc:
+            report.add("fetch_failed")
+            report.fail(f"oyez {case.key}: fetch failed: {exc.reason}")
+            quarantine(con, run_id, "scotus_cases", "fetch", exc.reason, source_key=case.key)
+            continue
+        report.add("fetched")
+        fetched.append((case, result.payload))
+    return fetched
+
+
+def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
+                   report: StageReport) -> pd.DataFrame:
+    rows = []
+    for payload in payloads:
+        try:
+            rows.append(parse_case(payload.body, raw_sha256=payload.sha256))
+        except OyezParseError as exc:
+            report.add("quarantined")
+            report.fail(f"oyez {payload.key}: {exc}")
+            quarantine(con, run_id, "scotus_cases", "parse", str(exc), source_key=payload.key,
+                       raw_sha256=payload.sha256)
+    report.add("parsed", len(rows))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    # the same case can appear twice in a batch (a file copied in a replay dir): keep the last
+    duplicated = frame.duplicated("case_id", keep="last")
+    if duplicated.any():
+        report.add("duplicates_in_batch", int(duplicated.sum()))
+        frame = frame[~duplicated]
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
+    if frame.empty:
+        return
+    outcome = gate_and_load(
+        con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
+        change_counts_sql="oyez/change_counts.sql",
+    )
+    for name, value in outcome.changes.items():
+        report.add(name, value)
+    report.add("loaded", outcome.staged)
+    report.add("quarantined", outcome.quarantined)
+    for reason in outcome.reasons:
+        report.fail(reason)
+
+
+def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
+    if not cases:
+        return
+    now = datetime.now(timezone.utc)
+    con.executemany(
+        "INSERT OR REPLACE INTO ops.oyez_list_state (key, href, summary_sha, seen_at) VALUES (?, ?, ?, ?)",
+        [(c.key, c.href, c.summary_sha, now) for c in cases],
+    )
+
+
+def process_live_batch(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
+                       batch: list[PlannedCase], report: StageReport) -> None:
+    """Fetch, parse, gate and load one batch; remember the list entries it settled."""
+    fetched = fetch_details(fetcher, con, run_id, batch, report)
+    frame = parse_payloads(con, run_id, [p for _, p in fetched], report)
+    load_cases(con, run_id, frame, report)
+    remember_listed(con, [case for case, _ in fetched])
+
+
+def replay_files(directory: Path) -> tuple[list[Path], list[Path]]:
+    """Case-detail files and case-list files under a replay folder (the samples' layout)."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"--from-dir {directory} is not a folder")
+    details, lists = [], []
+    for path in sorted(directory.rglob("*.json")):
+        head = path.read_bytes()[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+        (lists if head.startswith(b"[") else details).append(path)
+    return details, lists
+
+
+def archive_replay_batch(archive: RawArchive, paths: list[Path]) -> list[Payload]:
+    """Archive recorded detail files under the key a live fetch would use."""
+    payloads = []
+    for path in paths:
+        body = path.read_bytes()
+        try:
+            data = load_case_json(body)
+            key = key_from_href(data["href"]) if data.get("href") else detail_key(str(data.get("term")), data.get("docket_number"))
+        except (OyezParseError, KeyError, IndexError):
+            key = f"file/{path.name}"
+        payload, _ = archive.store(SOURCE, key, body, url=path.resolve().as_uri(), content_type="application/json")
+        payloads.append(payload)
+    return payloads
+
+
+def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, path: Path,
+                  report: StageReport) -> None:
+    """Bulk import of the Oyez-derived legacy table (it carries `disposition`)."""
+    payload, _ = archive.store_file(SOURCE, f"legacy/{path.name}", path, content_type="text/csv")
+    frame, problems = parse_legacy_table(payload.body, payload.sha256)
+    for problem in problems:
+        report.add("quarantined")
+        report.fail(f"legacy table: {problem}")
+        quarantine(con, run_id, "scotus_legacy", "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
+    outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
+    report.add("legacy_loaded", outcome.staged)
+    report.add("quarantined", outcome.quarantined)
+    for reason in outcome.reasons:
+        report.fail(reason)
+
+
+def batches(items: list, size: int = BATCH_SIZE):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def progress_for(label: str, total: int) -> Progress:
+    return Progress(label, total=total)

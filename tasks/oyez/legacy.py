@@ -1,0 +1,70 @@
+"""The legacy Oyez-derived case table (Kaggle 'justice.csv'): CSV bytes → scotus_legacy rows."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+from caseforge.text import html_to_text
+
+LEGACY_COLUMNS = [
+    "case_id", "name", "source_url", "docket", "term", "first_party", "second_party", "facts",
+    "majority_vote", "minority_vote", "first_party_winner", "decision_type", "disposition", "issue_area",
+    "raw_sha256",
+]
+REQUIRED = {"ID", "name", "facts", "disposition"}
+
+
+def _bool(value) -> bool | None:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    text = str(value).strip().lower()
+    return {"true": True, "false": False, "1": True, "0": False}.get(text)
+
+
+def _int(value) -> int | None:
+    try:
+        return None if value is None or pd.isna(value) else int(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _str(value) -> str | None:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
+    """Rows for staging.scotus_legacy and one message per row that could not be read."""
+    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
+    missing = REQUIRED - set(table.columns)
+    if missing:
+        raise ValueError(f"legacy table lacks columns: {', '.join(sorted(missing))}")
+    rows, problems = [], []
+    for number, record in enumerate(table.to_dict("records"), start=2):
+        case_id = _int(record.get("ID"))
+        if case_id is None:
+            problems.append(f"line {number}: no numeric ID")
+            continue
+        rows.append({
+            "case_id": case_id,
+            "name": _str(record.get("name")),
+            "source_url": _str(record.get("href")),
+            "docket": _str(record.get("docket")),
+            "term": _str(record.get("term")),
+            "first_party": _str(record.get("first_party")),
+            "second_party": _str(record.get("second_party")),
+            "facts": html_to_text(_str(record.get("facts"))),
+            "majority_vote": _int(record.get("majority_vote")),
+            "minority_vote": _int(record.get("minority_vote")),
+            "first_party_winner": _bool(record.get("first_party_winner")),
+            "decision_type": _str(record.get("decision_type")),
+            "disposition": _str(record.get("disposition")),
+            "issue_area": _str(record.get("issue_area")),
+            "raw_sha256": raw_sha256,
+        })
+    frame = pd.DataFrame(rows, columns=LEGACY_COLUMNS)
+    frame = frame.drop_duplicates("case_id", keep="last")
+    return frame.astype(object).where(frame.notna(), None), problems
