@@ -1,0 +1,64 @@
+"""Model output → pydantic object, tolerating fences and chatter around one JSON object."""
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import BaseModel, ValidationError
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+class InvalidOutput(ValueError):
+    pass
+
+
+def _balanced_objects(text: str):
+    """Yield each top-level {...} span, respecting strings and escapes."""
+    depth, start, in_string, escaped = 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"' and depth > 0:
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0 and start is not None:
+                yield text[start:i + 1]
+                start = None
+
+
+def extract_json(text: str) -> object:
+    if text is None or not text.strip():
+        raise InvalidOutput("empty output")
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    candidates = [m.group(1) for m in _FENCE.finditer(stripped)] + list(_balanced_objects(stripped))
+    for candidate in candidates:
+        try:
+            return json.loads(candidate.strip())
+        except json.JSONDecodeError:
+            continue
+    raise InvalidOutput(f"no JSON object found in output: {stripped[:120]!r}")
+
+
+def parse_output(text: str | None, model: type[BaseModel]) -> BaseModel:
+    data = extract_json(text or "")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise InvalidOutput(f"output does not match {model.__name__}: {problems}") from exc

@@ -1,0 +1,80 @@
+"""Requests, completions and the request identity that keys the cache."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+
+class SamplingParams(BaseModel):
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    seed: int | None = None
+
+
+class LLMRequest(BaseModel):
+    """One prompt of a job. `key` is the caller's id for it (unique within the job); not part of identity."""
+
+    key: str
+    messages: list[dict[str, str]]
+    params: SamplingParams = Field(default_factory=SamplingParams)
+    template_id: str
+    template_sha: str
+    json_schema: dict | None = None
+
+    def identity(self, model: str) -> str:
+        canonical = json.dumps(
+            {
+                "model": model,
+                "messages": self.messages,
+                "params": self.params.model_dump(),
+                "schema": self.json_schema,
+                "template": [self.template_id, self.template_sha],
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Completion:
+    """What a backend returned for one request: text, or an error that says why not."""
+
+    text: str | None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class Failure:
+    key: str
+    identity: str
+    reason: str
+    raw: str | None = None
+
+
+@dataclass
+class JobResult:
+    outputs: dict[str, BaseModel] = field(default_factory=dict)   # request key -> parsed output
+    failures: dict[str, Failure] = field(default_factory=dict)
+    cache_hits: int = 0
+    backend_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "llm_ok": len(self.outputs),
+            "llm_failed": len(self.failures),
+            "llm_cache_hits": self.cache_hits,
+            "llm_calls": self.backend_calls,
+            "llm_prompt_tokens": self.prompt_tokens,
+            "llm_completion_tokens": self.completion_tokens,
+        }

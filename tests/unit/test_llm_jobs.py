@@ -1,0 +1,122 @@
+"""The job runner around any backend: cache, retries, failures, resume, replay."""
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from caseforge.llm import LLMRequest, render, run_job
+from caseforge.llm.backends.replay import ReplayBackend, ReplayMiss, export_replay
+from caseforge.llm.types import Completion
+from caseforge.warehouse import connect
+
+PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
+
+
+class Number(BaseModel):
+    value: int
+
+
+class ScriptedBackendDouble:
+    """Test double: answers from a script function and counts what it was asked."""
+
+    name = "scripted-double"
+
+    def __init__(self, answer, batch_size=4, model="double-model"):
+        self.answer = answer
+        self.batch_size = batch_size
+        self.model = model
+        self.asked: list[str] = []
+
+    def complete_batch(self, requests):
+        out = []
+        for request in requests:
+            self.asked.append(request.key)
+            out.append(Completion(text=self.answer(request, self.asked.count(request.key)), prompt_tokens=3,
+                                  completion_tokens=2))
+        return out
+
+
+def requests_for(numbers):
+    result = []
+    for n in numbers:
+        prompt = render("echo.j2", root=PROMPTS, n=n)
+        result.append(LLMRequest(key=f"n{n}", messages=prompt.messages, template_id=prompt.template_id,
+                                 template_sha=prompt.template_sha))
+    return result
+
+
+def echo(request, times_asked):
+    n = int(request.key[1:])
+    return f'Sure! ```json\n{{"value": {n}}}\n```'
+
+
+def test_outputs_are_parsed_and_second_run_is_all_cache(db_path):
+    con = connect(db_path)
+    backend = ScriptedBackendDouble(echo)
+    first = run_job(con, "echo", backend, requests_for(range(10)), Number)
+    assert {k: v.value for k, v in first.outputs.items()} == {f"n{i}": i for i in range(10)}
+    assert first.backend_calls == 10 and first.cache_hits == 0
+    again = ScriptedBackendDouble(echo)
+    second = run_job(con, "echo", again, requests_for(range(10)), Number)
+    assert again.asked == [] and second.cache_hits == 10
+    assert {k: v.value for k, v in second.outputs.items()} == {f"n{i}": i for i in range(10)}
+
+
+def test_invalid_output_is_retried_then_recorded_as_failure_with_raw_text(db_path):
+    con = connect(db_path)
+
+    def flaky(request, times_asked):
+        if request.key == "n1":
+            return "I cannot do that"
+        return '{"value": 2}' if times_asked >= 2 else '{"value": "two"}'
+
+    backend = ScriptedBackendDouble(flaky)
+    result = run_job(con, "flaky", backend, requests_for([1, 2]), Number, max_attempts=3)
+    assert result.outputs["n2"].value == 2
+    assert backend.asked.count("n2") == 2 and backend.asked.count("n1") == 3
+    failure = result.failures["n1"]
+    assert failure.raw == "I cannot do that" and "no JSON object" in failure.reason
+    status, attempts = con.execute(
+        "SELECT status, attempts FROM ops.llm_calls WHERE identity = ?", [failure.identity]).fetchone()
+    assert (status, attempts) == ("failed", 3)
+
+
+def test_a_killed_job_resumes_with_only_the_unfinished_requests(db_path):
+    con = connect(db_path)
+
+    class DiesAfterFirstBatchDouble(ScriptedBackendDouble):
+        def complete_batch(self, requests):
+            if len(self.asked) >= self.batch_size:
+                raise KeyboardInterrupt("killed")
+            return super().complete_batch(requests)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_job(con, "echo", DiesAfterFirstBatchDouble(echo, batch_size=4), requests_for(range(10)), Number)
+    assert con.execute("SELECT count(*) FROM ops.llm_calls").fetchone()[0] == 4
+    resumed = ScriptedBackendDouble(echo, batch_size=4)
+    result = run_job(con, "echo", resumed, requests_for(range(10)), Number)
+    assert sorted(resumed.asked) == sorted(f"n{i}" for i in range(4, 10))
+    assert len(result.outputs) == 10 and result.cache_hits == 4
+
+
+def test_editing_the_template_changes_identity(tmp_path):
+    (tmp_path / "t.j2").write_text("{% block user %}v1 {{ x }}{% endblock %}")
+    one = render("t.j2", root=tmp_path, x=1)
+    (tmp_path / "t.j2").write_text("{% block user %}v2 {{ x }}{% endblock %}")
+    two = render("t.j2", root=tmp_path, x=1)
+    assert one.template_sha != two.template_sha
+
+
+def test_replay_answers_recorded_identities_and_refuses_others(db_path, tmp_path):
+    con = connect(db_path)
+    run_job(con, "echo", ScriptedBackendDouble(echo), requests_for([1, 2]), Number)
+    replay_file = tmp_path / "replay.jsonl"
+    assert export_replay(con, replay_file) == 2
+    fresh = connect(tmp_path / "other.duckdb")
+    replayed = run_job(fresh, "echo", ReplayBackend("double-model", replay_file=replay_file),
+                       requests_for([1, 2]), Number)
+    assert {k: v.value for k, v in replayed.outputs.items()} == {"n1": 1, "n2": 2}
+    with pytest.raises(ReplayMiss, match="no answer for 1 request"):
+        run_job(fresh, "echo", ReplayBackend("double-model", replay_file=replay_file), requests_for([3]), Number)
+    assert json.loads(replay_file.read_text().splitlines()[0])["model"] == "double-model"
