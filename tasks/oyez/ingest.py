@@ -4,17 +4,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import duckdb
+import httpx
 import pandas as pd
 
 from caseforge.archive import Payload, RawArchive
+from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
 from caseforge.load import gate_and_load
+from caseforge.orchestration import RunSession, run_session
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
@@ -118,7 +123,7 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
     )
     for name, value in outcome.changes.items():
         report.add(name, value)
-    report.add("loaded", outcome.staged)
+    report.add("passed_gate", outcome.staged)
     report.add("quarantined", outcome.quarantined)
     for reason in outcome.reasons:
         report.fail(reason)
@@ -185,10 +190,79 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         report.fail(reason)
 
 
-def batches(items: list, size: int = BATCH_SIZE):
+def batches(items: list, size: int | None = None):
+    size = size or BATCH_SIZE
     for start in range(0, len(items), size):
         yield items[start:start + size]
 
 
-def progress_for(label: str, total: int) -> Progress:
-    return Progress(label, total=total)
+# --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
+
+def legacy_step(session: RunSession, path: str) -> None:
+    import_legacy(session.con, session.archive, session.run_id, Path(path), session.report)
+
+
+def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: bool) -> list[PlannedCase]:
+    summaries = fetch_list(fetcher, term, session.report)
+    if summaries is None:
+        # Unchanged upstream list: plan from the archived copy, which still finds the cases an
+        # interrupted run fetched the list for but never settled.
+        key, _, _ = list_request(term)
+        summaries = parse_case_list(session.archive.latest(SOURCE, key).body)
+    session.report.add("listed", len(summaries))
+    planned, unchanged = plan_from_list(session.con, summaries, full)
+    session.report.add("unchanged_in_list", unchanged)
+    return planned
+
+
+def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCase]) -> None:
+    process_live_batch(fetcher, session.con, session.run_id, batch, session.report)
+
+
+def replay_batch_step(session: RunSession, paths: list[Path]) -> None:
+    payloads = archive_replay_batch(session.archive, paths)
+    frame = parse_payloads(session.con, session.run_id, payloads, session.report)
+    load_cases(session.con, session.run_id, frame, session.report)
+
+
+@dataclass
+class Steps:
+    legacy: Callable = legacy_step
+    plan: Callable = plan_step
+    live_batch: Callable = live_batch_step
+    replay_batch: Callable = replay_batch_step
+
+
+def refresh(settings: Settings, from_dir: str | None = None, term: str | None = None, full: bool = False,
+            legacy_table: str | None = None, transport: httpx.BaseTransport | None = None,
+            steps: Steps | None = None, sleep=time.sleep) -> StageReport:
+    """The Oyez refresh: legacy table (optional), then replayed files or the live API."""
+    steps = steps or Steps()
+    with run_session(settings, "ingest", "oyez") as session:
+        report = session.report
+        if legacy_table:
+            steps.legacy(session, legacy_table)
+        if from_dir:
+            details, lists = replay_files(Path(from_dir))
+            report.add("list_files_seen", len(lists))
+            progress = Progress("oyez replay", total=len(details))
+            for batch in batches(details):
+                steps.replay_batch(session, batch)
+                progress.step(len(batch))
+            progress.close()
+        else:
+            with Fetcher(settings, session.archive, transport=transport, sleep=sleep) as fetcher:
+                planned = steps.plan(session, fetcher, term, full)
+                log.info("oyez: %d case details to fetch", len(planned))
+                progress = Progress("oyez details", total=len(planned))
+                for batch in batches(planned):
+                    steps.live_batch(session, fetcher, batch)
+                    progress.step(len(batch))
+                progress.close()
+                report.add("http_requests", fetcher.stats.requests)
+                report.add("http_retries", fetcher.stats.retries)
+                report.add("http_not_modified", fetcher.stats.not_modified)
+        report.counts.setdefault("new", 0)
+        report.counts.setdefault("changed", 0)
+    log.info("oyez: %s", ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())))
+    return report
