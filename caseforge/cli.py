@@ -6,20 +6,15 @@ import importlib
 import logging
 import sys
 
+from caseforge.errors import CommandFailed
 from caseforge.orchestration import quiet_prefect_defaults
+
+__all__ = ["CommandFailed", "add_db_option", "main"]
 
 COMMAND_MODULES = [
     "caseforge.commands.ingest",
     "caseforge.commands.query",
 ]
-
-
-class CommandFailed(Exception):
-    """A command ran but something failed or was quarantined; carries one-line reasons."""
-
-    def __init__(self, reasons: list[str]):
-        super().__init__("; ".join(reasons))
-        self.reasons = reasons
 
 
 def build_parser() -> argparse.ArgumentParser:

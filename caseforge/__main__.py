@@ -1,0 +1,5 @@
+import sys
+
+from caseforge.cli import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""The CLI runs the real Prefect flow (ephemeral server) on the recorded samples."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.samples, pytest.mark.slow]
+
+
+def caseforge(*args, env=None, timeout=240):
+    return subprocess.run([sys.executable, "-m", "caseforge", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_ingest_then_sql_and_quality(samples_dir, tmp_path):
+    db = tmp_path / "cf.duckdb"
+    oyez = samples_dir / "oyez"
+    done = caseforge("ingest", "oyez", "--from-dir", str(oyez / "cases"), "--legacy-table",
+                     str(oyez / "legacy_justice_table.csv"), "--db", str(db))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "new=238" in done.stdout and "quarantined=0" in done.stdout
+
+    query = caseforge("sql", "SELECT name, decided_date, disposition FROM curated.scotus_cases "
+                      "WHERE case_id = 50606", "--format", "json", "--db", str(db))
+    assert query.returncode == 0, query.stderr
+    assert json.loads(query.stdout) == [{"name": "Roe v. Wade", "decided_date": "1973-01-22",
+                                         "disposition": "reversed"}]
+
+    write = caseforge("sql", "DELETE FROM curated.scotus_cases", "--db", str(db))
+    assert write.returncode != 0 and "read-only" in write.stderr.lower()
+
+    quality = caseforge("quality", "--format", "csv", "--db", str(db))
+    assert quality.returncode == 0
+    assert "scotus_cases" in quality.stdout and "scotus_legacy" in quality.stdout
+    assert Path(db.parent / "parquet" / "scotus_cases.parquet").exists()
+
+
+def test_quarantine_gives_nonzero_exit_with_one_line_reasons(tmp_path):
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    (folder / "bad.json").write_text('{"ID": 1, "name": "Trunc')
+    (folder / "ok.json").write_text(json.dumps({"ID": 2, "name": "A v. B", "term": "1999",
+                                                "href": "https://api.oyez.org/cases/1999/1-1"}))
+    done = caseforge("ingest", "oyez", "--from-dir", str(folder), "--db", str(tmp_path / "cf.duckdb"))
+    assert done.returncode == 1
+    reasons = [line for line in done.stderr.splitlines() if line.startswith("caseforge: ")]
+    assert len(reasons) == 1, done.stderr[-3000:]
+    assert reasons[0].startswith("caseforge: oyez file/bad.json: invalid or truncated JSON")
+    assert "new=1" in done.stdout

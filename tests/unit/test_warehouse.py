@@ -1,0 +1,60 @@
+"""Migrations, the Parquet mirror, and read-only querying while a writer holds the file."""
+import duckdb
+import pytest
+
+from caseforge.warehouse import (
+    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query,
+)
+
+
+def test_migrations_apply_once_and_are_recorded(db_path):
+    con = connect(db_path)
+    applied = con.execute("SELECT number FROM ops.migrations ORDER BY number").fetchall()
+    assert [n for (n,) in applied] == [n for n, _ in migration_files()]
+    con.close()
+    con = connect(db_path)                    # second start: nothing to apply, nothing duplicated
+    assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] == len(applied)
+    schemas = {r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+    assert {"ops", "staging", "curated", "eval"} <= schemas
+
+
+def test_read_only_connection_refuses_writes(db_path):
+    connect(db_path).close()
+    con = connect(db_path, read_only=True)
+    with pytest.raises(duckdb.Error):
+        con.execute("CREATE TABLE curated.x (a INT)")
+
+
+def test_query_falls_back_to_parquet_while_a_writer_holds_the_file(db_path, tmp_path):
+    writer = connect(db_path)
+    writer.execute("INSERT INTO curated.scotus_legacy (case_id, name, raw_sha256) VALUES (1, 'A v. B', 'x')")
+    export_curated_parquet(writer, tmp_path / "parquet")
+    import subprocess
+    import sys
+    code = (
+        "from pathlib import Path; from caseforge.warehouse import open_for_query;"
+        f"con, mode = open_for_query(Path({str(db_path)!r}), Path({str(tmp_path / 'parquet')!r}));"
+        "print(mode, con.execute('SELECT name FROM curated.scotus_legacy').fetchall())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "parquet [('A v. B',)]", out.stderr
+    writer.close()
+    con, mode = open_for_query(db_path, tmp_path / "parquet")
+    assert mode == "warehouse"
+
+
+def test_busy_without_mirror_is_a_clear_error(db_path, tmp_path):
+    import subprocess
+    import sys
+    writer = connect(db_path)
+    code = (
+        "from pathlib import Path; from caseforge.warehouse import open_for_query, WarehouseBusy\n"
+        "try:\n"
+        f"    open_for_query(Path({str(db_path)!r}), Path({str(tmp_path / 'none')!r}))\n"
+        "except WarehouseBusy as exc:\n"
+        "    print('busy:', 'held by another caseforge process' in str(exc))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    writer.close()
+    assert out.stdout.strip() == "busy: True", out.stderr
+    assert WarehouseBusy
