@@ -69,6 +69,25 @@ def _link_targets(page) -> list[tuple[str, list[float]]]:
     return targets
 
 
+AVERAGE_CHAR_WIDTH_EM = 0.5     # pypdf reports a whole line's origin, so positions inside it are estimated
+
+
+def _text_under(fragments: list[tuple[float, float, float, str]], rect: list[float]) -> str:
+    """The text a link rectangle covers: lines at its height, cut at its left and right edges (estimated)."""
+    x1, y1, x2, y2 = min(rect[0], rect[2]), min(rect[1], rect[3]), max(rect[0], rect[2]), max(rect[1], rect[3])
+    pieces = []
+    for x, y, size, text in fragments:
+        for offset, line in enumerate(text.split("\n")):
+            line_y = y - offset * size * 1.2
+            if not (y1 - size * 0.3 <= line_y <= y2 + size * 0.3):
+                continue
+            width = size * AVERAGE_CHAR_WIDTH_EM
+            first = max(0, int((x1 - x) / width))
+            last = max(first, int(round((x2 - x) / width)))
+            pieces.append(line[first:last])
+    return " ".join(piece.strip() for piece in pieces if piece.strip())
+
+
 def pages_from_pdf(body: bytes) -> list[GuidePage]:
     """PDF text per page, and the HUDOC link annotations with the text lying under each link."""
     from pypdf import PdfReader
@@ -80,19 +99,18 @@ def pages_from_pdf(body: bytes) -> list[GuidePage]:
         raise GuideSourceError(f"not a readable PDF: {exc}") from exc
     pages = []
     for number, page in enumerate(reader.pages):
-        fragments: list[tuple[float, float, str]] = []
+        fragments: list[tuple[float, float, float, str]] = []
 
         def visit(text, cm, tm, font, size, _fragments=fragments):
             if text and text.strip():
                 x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
                 y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
-                _fragments.append((x, y, text))
+                _fragments.append((x, y, float(size or 10) * abs(tm[0] or 1), text))
 
         text = page.extract_text(visitor_text=visit) or ""
         links: dict[str, str | None] = {}
-        for itemid, (x1, y1, x2, y2) in _link_targets(page):
-            under = " ".join(t for x, y, t in fragments
-                             if min(x1, x2) - 2 <= x <= max(x1, x2) + 2 and min(y1, y2) - 3 <= y <= max(y1, y2) + 3)
+        for itemid, rect in _link_targets(page):
+            under = _text_under(fragments, rect)
             previous = links.get(itemid)
             links[itemid] = (f"{previous} {under}".strip() if previous else under.strip()) or None
         pages.append(GuidePage(number, text, links))

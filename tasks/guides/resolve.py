@@ -115,9 +115,12 @@ class Resolver:
         else:
             return 0
         if title.respondent:
-            if title.respondent != respondent:
+            if title.respondent == respondent:
+                score += 2
+            elif len(title.respondent) >= 4 and respondent.startswith(title.respondent):
+                score += 1          # a link whose text stops inside the respondent's name (PDF anchors)
+            else:
                 return 0
-            score += 2
         if citation.get("no_number") and title.number:
             score += 1 if citation["no_number"] == title.number else -3
         elif title.number and title.number != "1" and not citation.get("no_number"):
