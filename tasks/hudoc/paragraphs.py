@@ -32,6 +32,7 @@ MAIN_HEADINGS = {
 OPERATIVE = "OPERATIVE"
 MAX_NUMBER_JUMP = 3          # a printed number may skip a little (a missing paragraph), never go back
 MAX_HEADING_CHARS = 250
+UNSTYLED_HEADING_CHARS = 150   # a numbered line without heading style is a heading only when short and unpunctuated
 
 
 @dataclass
@@ -142,7 +143,8 @@ class _Builder:
             return block.heading_style and flat.upper() == flat and len(flat) < MAX_HEADING_CHARS
         if len(flat) >= MAX_HEADING_CHARS or "\n" in block.text.strip():
             return False
-        return block.heading_style or not flat.rstrip().endswith((";", ":", ","))
+        return block.heading_style or (len(flat) < UNSTYLED_HEADING_CHARS
+                                       and not flat.rstrip().endswith((".", ";", ":", ",")))
 
     def add(self, block: Block) -> None:
         text = block.text
