@@ -88,3 +88,35 @@ def test_resolver_prefers_links_then_name_and_year_and_says_why_when_it_cannot()
     assert resolver.resolve(_citation("Malyy", "Ukraine", 2019), links)["resolution_method"] == "name_year"
     missing = resolver.resolve(_citation("Malyy", "Ukraine", 2018), links)
     assert missing["itemid"] is None and missing["unresolved_reason"] == NO_MATCH
+
+
+def test_live_guides_are_fetched_by_id_and_a_failed_one_is_quarantined(tmp_path):
+    import httpx
+
+    from caseforge.archive import RawArchive
+    from caseforge.config import settings as load_settings
+    from caseforge.fetch import Fetcher
+    from caseforge.runs import StageReport
+    from caseforge.tasks.guides import ingest
+    from caseforge.warehouse import connect
+
+    con = connect(tmp_path / "w.duckdb")
+    pdf = _pdf_with_link()
+
+    def ks_server(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/guide_art_2_eng"):
+            return httpx.Response(200, content=pdf, headers={"Content-Type": "application/pdf"})
+        return httpx.Response(404)
+
+    report = StageReport("t")
+    fetcher = Fetcher(load_settings(), RawArchive(con), transport=httpx.MockTransport(ks_server), sleep=lambda s: None)
+    with fetcher:
+        sources = ingest.fetch_sources(fetcher, con, 1, ["guide_art_2_eng", "guide_art_99_eng"], report)
+    assert [s.guide_id for s in sources] == ["guide_art_2_eng"]
+    paragraphs, citations = ingest.parse_source(con, 1, sources[0], ingest.make_resolver(con), report)
+    assert [(c["case_name"], c["pinpoints"], c["itemid"], c["resolution_method"]) for c in citations] == [
+        ("McCann and Others v. the United Kingdom", [146], "001-57943", "link")]
+    ingest.load_guide(con, 1, paragraphs, citations, report)
+    assert con.execute("SELECT guide_id, para_no, guide_version_date FROM curated.guide_paragraphs").fetchall() == [
+        ("guide_art_2_eng", "1", __import__("datetime").date(2023, 8, 31))]
+    assert con.execute("SELECT source_key, stage FROM ops.quarantine").fetchall() == [("guide_art_99_eng", "fetch")]
