@@ -16,7 +16,7 @@ from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
-from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, Window, since_with_overlap, yearly_windows
+from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, since_with_overlap, yearly_windows
 from caseforge.tasks.hudoc.readers import DocumentError, parse_document
 from caseforge.warehouse import run_sql
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
@@ -170,7 +170,3 @@ def records_from_payload(body: bytes) -> tuple[int | None, list[dict]]:
         return None, [data]
     return None, []
 
-
-def latest_date(dates: list[date | datetime | None]) -> date | None:
-    values = [d.date() if isinstance(d, datetime) else d for d in dates if d is not None]
-    return max(values) if values else None
