@@ -17,8 +17,21 @@ def _oyez(args: argparse.Namespace):
                         legacy_table=args.legacy_table, return_state=True)
 
 
+def _hudoc(args: argparse.Namespace):
+    from caseforge.flows.hudoc import hudoc_refresh
+
+    return hudoc_refresh(db=args.db, from_dir=args.from_dir, since=args.since, return_state=True)
+
+
+def _guides(args: argparse.Namespace):
+    from caseforge.flows.guides import guides_refresh
+
+    guide_ids = [g.strip() for g in args.guides.split(",") if g.strip()] if args.guides else None
+    return guides_refresh(db=args.db, from_dir=args.from_dir, guide_ids=guide_ids, return_state=True)
+
+
 # source name -> function running its flow and returning the final Prefect state
-SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {"oyez": _oyez}
+SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {"oyez": _oyez, "hudoc": _hudoc, "guides": _guides}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--term", help="oyez: one term only (e.g. 2015)")
     parser.add_argument("--full", action="store_true", help="re-check every item, not only what the list says changed")
     parser.add_argument("--legacy-table", help="oyez: also import the Oyez-derived CSV that carries dispositions")
+    parser.add_argument("--guides", help="guides: comma-separated guide ids to fetch (e.g. guide_art_2_eng)")
     add_db_option(parser)
     parser.set_defaults(handler=run)
 

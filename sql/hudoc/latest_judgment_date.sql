@@ -1,0 +1,2 @@
+-- Where an incremental metadata refresh starts (before the overlap is subtracted).
+SELECT max(judgment_date) FROM curated.echr_judgments;

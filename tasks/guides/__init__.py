@@ -1,0 +1,1 @@
+"""ECHR case-law guides: page text, paragraphs, citations and their resolution."""

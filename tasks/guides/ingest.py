@@ -1,0 +1,161 @@
+"""Guide stages: source files (PDF / text / page CSV) → paragraphs → citations → resolution. No Prefect here."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from caseforge.archive import Payload, RawArchive
+from caseforge.fetch import Fetcher, FetchError
+from caseforge.gate import quarantine
+from caseforge.load import gate_and_load
+from caseforge.runs import StageReport
+from caseforge.tasks.guides import citations as cites
+from caseforge.tasks.guides.pages import GuidePage, GuideSourceError, read_pages
+from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
+from caseforge.tasks.guides.paragraphs import parse_guide
+from caseforge.tasks.guides.resolve import Resolver, load_french_map
+from caseforge.warehouse import run_sql
+
+SOURCE = "guides"
+KS_DOCUMENTS = "https://ks.echr.coe.int/documents/d/echr-ks/{guide_id}"
+DEFAULT_GUIDES = ("guide_art_2_eng", "guide_art_3_eng", "guide_art_5_eng", "guide_art_6_criminal_eng",
+                  "guide_art_6_eng", "guide_art_8_eng", "guide_art_10_eng", "guide_art_14_art_1_protocol_12_eng")
+FRENCH_MAP_NAME = "french_to_english_citations.csv"
+CITATION_COLUMNS = cites.COLUMNS + ["itemid", "resolution_method", "linked_title", "unresolved_reason", "raw_sha256"]
+GUIDE_SUFFIXES = (".pdf", ".txt", ".csv")
+
+
+@dataclass
+class GuideSource:
+    guide_id: str
+    payload: Payload
+
+
+def guide_id_from_name(name: str) -> str:
+    """'guide_art_2_pages_first.csv' → 'guide_art_2'; 'guide_art_2_eng.pdf' → 'guide_art_2_eng'."""
+    stem = Path(name).stem
+    return re.sub(r"_pages(?:_\w+)?$", "", stem)
+
+
+def replay_sources(archive: RawArchive, directory: Path, report: StageReport) -> tuple[list[GuideSource], Path | None]:
+    if not directory.is_dir():
+        raise FileNotFoundError(f"--from-dir {directory} is not a folder")
+    sources, french = [], None
+    for path in sorted(p for p in directory.rglob("*") if p.suffix.lower() in GUIDE_SUFFIXES):
+        if path.name == FRENCH_MAP_NAME:
+            french = path
+            continue
+        guide_id = guide_id_from_name(path.name)
+        payload, _ = archive.store_file(SOURCE, f"file/{path.name}", path)
+        report.add("guide_files")
+        sources.append(GuideSource(guide_id, payload))
+    return sources, french
+
+
+def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], report: StageReport) -> list[GuideSource]:
+    sources = []
+    for guide_id in guide_ids:
+        url = KS_DOCUMENTS.format(guide_id=guide_id)
+        try:
+            result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
+        except FetchError as exc:
+            report.add("guides_fetch_failed")
+            report.fail(f"guide {guide_id}: fetch failed: {exc.reason}")
+            quarantine(con, run_id, "guide_paragraphs", "fetch", exc.reason, source_key=guide_id)
+            continue
+        report.add("guides_fetched")
+        sources.append(GuideSource(guide_id, result.payload))
+    return sources
+
+
+def store_translations(con: duckdb.DuckDBPyConnection, archive: RawArchive, path: Path, report: StageReport) -> None:
+    payload, _ = archive.store_file(SOURCE, f"file/{path.name}", path, content_type="text/csv")
+    mapping, refused = load_french_map(payload.body)
+    frame = pd.DataFrame([(fre, eng, name) for fre, (eng, name) in mapping.items()],
+                         columns=["fre_id", "eng_id", "eng_docname"])
+    con.register("translations_frame", frame)
+    try:
+        run_sql(con, "guides/store_translations.sql")
+    finally:
+        con.unregister("translations_frame")
+    report.add("translations_loaded", len(mapping))
+    report.add("translations_refused", len(refused))
+
+
+def make_resolver(con: duckdb.DuckDBPyConnection) -> Resolver:
+    translations = {fre: (eng, name or "") for fre, eng, name in run_sql(con, "guides/translations.sql").fetchall()}
+    resolver = Resolver(translations)
+    for itemid, docname, year in run_sql(con, "guides/judgment_names.sql").fetchall():
+        resolver.add_judgment(itemid, docname, year)
+    return resolver
+
+
+def page_links(pages: list[GuidePage], numbers: list[int]) -> dict[str, str | None]:
+    by_number = {page.number: page.links for page in pages}
+    links: dict[str, str | None] = {}
+    for number in numbers:
+        links.update(by_number.get(number, {}))
+    return links
+
+
+def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
+                 report: StageReport) -> tuple[list[dict], list[dict]] | None:
+    """(paragraph rows, resolved citation rows) of one guide; None when it is quarantined."""
+    name = source.payload.key.split("/", 1)[-1]
+    try:
+        pages = read_pages(source.payload.body, name if "." in name else name + ".pdf")
+        parsed = parse_guide(source.guide_id, pages, source.payload.sha256)
+    except GuideSourceError as exc:
+        parsed, pages = None, []
+        reason = str(exc)
+    else:
+        reason = "; ".join(parsed.problems)
+    if parsed is None or parsed.problems:
+        report.add("guides_quarantined")
+        report.fail(f"guide {source.guide_id}: {reason}")
+        quarantine(con, run_id, "guide_paragraphs", "parse", reason, source_key=source.guide_id,
+                   raw_sha256=source.payload.sha256)
+        return None
+    report.add("guides_parsed")
+    report.add("guide_paragraphs_parsed", len(parsed.rows))
+    report.add("guide_lines_outside_paragraphs", parsed.dropped_lines)
+    rows = cites.citation_rows(source.guide_id, parsed.rows)
+    pages_of = {row["para_no"]: row["pages"] for row in parsed.rows}
+    for row in rows:
+        row.update(resolver.resolve(row, page_links(pages, pages_of[row["para_no"]])))
+        row["raw_sha256"] = source.payload.sha256
+    report.add("citations_parsed", len(rows))
+    report.add("citations_resolved", sum(1 for r in rows if r["itemid"]))
+    return parsed.rows, rows
+
+
+def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
+    outcome = gate_and_load(con, run_id, "guide_paragraphs", _frame(paragraphs, PARAGRAPH_COLUMNS),
+                            "guides/curate_guide_paragraphs.sql", key_column="para_no")
+    report.add("guide_paragraphs_loaded", outcome.staged)
+    report.add("guide_paragraphs_quarantined", outcome.quarantined)
+    for reason in outcome.reasons[:50]:
+        report.fail(reason)
+    if not citations:
+        return
+    outcome = gate_and_load(con, run_id, "guide_citations", _frame(citations, CITATION_COLUMNS),
+                            "guides/curate_guide_citations.sql", key_column="raw_citation")
+    report.add("citations_loaded", outcome.staged)
+    report.add("citations_quarantined", outcome.quarantined)
+    for reason in outcome.reasons[:50]:
+        report.fail(reason)
+
+
+def resolution_rates(con) -> list[dict]:
+    cursor = run_sql(con, "guides/resolution_rate.sql")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]

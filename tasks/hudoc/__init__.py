@@ -1,0 +1,1 @@
+"""HUDOC (ECHR judgments): metadata query pager, document fetch, paragraph parser."""

@@ -1,0 +1,221 @@
+"""HUDOC stages: metadata pages → curated.echr_judgments; bodies → curated.echr_paragraphs. No Prefect here."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from caseforge.archive import Payload, RawArchive
+from caseforge.fetch import Fetcher, FetchError
+from caseforge.gate import quarantine
+from caseforge.load import gate_and_load
+from caseforge.runs import StageReport
+from caseforge.tasks.hudoc import metadata as meta
+from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
+from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, since_with_overlap, yearly_windows
+from caseforge.tasks.hudoc.readers import DocumentError, parse_document
+from caseforge.warehouse import run_sql
+
+BATCH_SIZE = 200
+OVERLAP_DAYS = 14
+HTML_URL = f"{API}/app/conversion/docx/html/body"
+DOCX_URL = f"{API}/app/conversion/docx/"
+ITEMID_IN_NAME = re.compile(r"^(\d{3}-\d+)")
+
+
+@dataclass
+class ReplayFiles:
+    metadata: list[Path]
+    documents: dict[str, list[Path]]      # itemid -> bodies (html first)
+
+
+def replay_files(directory: Path) -> ReplayFiles:
+    """Metadata JSON and ITEMID.html / ITEMID.docx bodies anywhere under a replay folder."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"--from-dir {directory} is not a folder")
+    metadata = sorted(directory.rglob("*.json"))
+    documents: dict[str, list[Path]] = {}
+    bodies = sorted(directory.rglob("*.html")) + sorted(directory.rglob("*.htm")) + sorted(directory.rglob("*.docx"))
+    for path in bodies:
+        match = ITEMID_IN_NAME.match(path.name)
+        if match:
+            documents.setdefault(match[1], []).append(path)
+    return ReplayFiles(metadata, documents)
+
+
+def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
+                           record_filter: meta.RecordFilter, report: StageReport) -> list[dict]:
+    try:
+        _, records = meta.records_from_payload(payload.body)
+    except meta.TruncatedPage as exc:
+        report.add("metadata_quarantined")
+        report.fail(f"hudoc {payload.key}: {exc}")
+        quarantine(con, run_id, "echr_judgments", "parse", str(exc), source_key=payload.key, raw_sha256=payload.sha256)
+        return []
+    if not records:
+        report.add("metadata_files_without_records")
+    rows = []
+    for record in records:
+        if not record_filter.keeps(record):
+            report.add("filtered_out")
+            continue
+        try:
+            rows.append(meta.parse_record(record, payload.sha256))
+        except meta.MetadataError as exc:
+            report.add("metadata_quarantined")
+            report.fail(f"hudoc {payload.key}: {exc}")
+            quarantine(con, run_id, "echr_judgments", "parse", str(exc), source_key=payload.key,
+                       raw_sha256=payload.sha256, row_data=record)
+    return rows
+
+
+def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict], report: StageReport) -> None:
+    if not rows:
+        return
+    frame = pd.DataFrame(rows, columns=meta.COLUMNS)
+    duplicated = frame.duplicated("itemid", keep="last")
+    if duplicated.any():
+        report.add("duplicate_records_in_batch", int(duplicated.sum()))
+        frame = frame[~duplicated]
+    frame = frame.astype(object).where(frame.notna(), None)
+    outcome = gate_and_load(con, run_id, "echr_judgments", frame, "hudoc/curate_echr_judgments.sql",
+                            key_column="itemid", change_counts_sql="hudoc/judgment_change_counts.sql")
+    for name, value in outcome.changes.items():
+        report.add(f"judgments_{name}", value)
+    report.add("judgments_loaded", outcome.staged)
+    report.add("judgments_quarantined", outcome.quarantined)
+    for reason in outcome.reasons:
+        report.fail(reason)
+
+
+def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,
+                    report: StageReport) -> None:
+    rows = []
+    for path in paths:
+        payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
+        report.add("metadata_files")
+        rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
+    for start in range(0, len(rows), BATCH_SIZE * 5):
+        load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report)
+
+
+def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date:
+    if since:
+        return date.fromisoformat(since)
+    latest = run_sql(con, "hudoc/latest_judgment_date.sql").fetchone()[0]
+    return since_with_overlap(latest, OVERLAP_DAYS)
+
+
+def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, since: date, until: date,
+                  record_filter: meta.RecordFilter, report: StageReport) -> None:
+    def on_problem(problem) -> None:
+        quarantine(con, run_id, "echr_judgments", "fetch", problem.reason, source_key=problem.key,
+                   raw_sha256=problem.raw_sha256)
+
+    pager = QueryPager(fetcher, record_filter, report=report, on_problem=on_problem)
+    rows: list[dict] = []
+    for page in pager.pages(yearly_windows(since, until)):
+        rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
+        if len(rows) >= BATCH_SIZE * 5:
+            load_judgments(con, run_id, rows, report)
+            rows = []
+    load_judgments(con, run_id, rows, report)
+
+
+# ---- documents -------------------------------------------------------------------------------
+
+def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport) -> list[dict] | None:
+    """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted."""
+    try:
+        parsed = parse_document(itemid, payload.body, payload.sha256)
+    except DocumentError as exc:
+        report.add("documents_quarantined")
+        report.fail(f"hudoc {itemid}: {exc}")
+        quarantine(con, run_id, "echr_paragraphs", "parse", str(exc), source_key=itemid, raw_sha256=payload.sha256)
+        return None
+    if parsed.problems:
+        reason = "paragraph numbering: " + "; ".join(parsed.problems[:5])
+        report.add("documents_quarantined")
+        report.fail(f"hudoc {itemid}: {reason}")
+        quarantine(con, run_id, "echr_paragraphs", "parse", reason, source_key=itemid, raw_sha256=payload.sha256)
+        return None
+    report.add("documents_parsed")
+    report.add("paragraphs_parsed", len(parsed.rows))
+    return parsed.rows
+
+
+def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> None:
+    if not rows:
+        return
+    frame = pd.DataFrame(rows, columns=PARAGRAPH_COLUMNS)
+    frame = frame.astype(object).where(frame.notna(), None)
+    outcome = gate_and_load(con, run_id, "echr_paragraphs", frame, "hudoc/curate_echr_paragraphs.sql",
+                            key_column="itemid")
+    report.add("paragraphs_loaded", outcome.staged)
+    report.add("paragraphs_quarantined", outcome.quarantined)
+    for reason in outcome.reasons[:50]:
+        report.fail(reason)
+
+
+def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
+                     report: StageReport) -> None:
+    """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate."""
+    rows: list[dict] = []
+    for count, (itemid, paths) in enumerate(sorted(documents.items()), start=1):
+        if len(paths) > 1:
+            report.add("extra_bodies_ignored", len(paths) - 1)
+        path = paths[0]
+        kind = "docx" if path.suffix.lower() == ".docx" else "html"
+        payload, _ = archive.store_file(SOURCE, f"{kind}/{itemid}", path)
+        parsed = parse_body(con, run_id, itemid, payload, report)
+        rows += parsed or []
+        if count % BATCH_SIZE == 0:
+            load_paragraphs(con, run_id, rows, report)
+            rows = []
+    load_paragraphs(con, run_id, rows, report)
+
+
+def documents_to_fetch(con, limit: int) -> list[str]:
+    return [row[0] for row in run_sql(con, "hudoc/documents_to_fetch.sql", {"limit": limit}).fetchall()]
+
+
+def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageReport) -> list[dict] | None:
+    """HTML first; the DOCX route when the HTML is missing, empty, or yields no paragraphs."""
+    params = {"library": "ECHR", "id": itemid}
+    reasons = []
+    for kind, url in (("html", HTML_URL), ("docx", DOCX_URL)):
+        try:
+            result = fetcher.get(SOURCE, f"{kind}/{itemid}", url, params=params)
+        except FetchError as exc:
+            reasons.append(f"{kind}: {exc.reason}")
+            continue
+        report.add(f"{kind}_fetched")
+        try:
+            parsed = parse_document(itemid, result.payload.body, result.payload.sha256, source_format=kind)
+        except DocumentError as exc:
+            reasons.append(f"{kind}: {exc}")
+            continue
+        if not parsed.rows:
+            reasons.append(f"{kind}: no paragraphs")
+            continue
+        return parse_body(con, run_id, itemid, result.payload, report)
+    report.add("documents_quarantined")
+    report.fail(f"hudoc {itemid}: no usable body ({'; '.join(reasons)})")
+    quarantine(con, run_id, "echr_paragraphs", "fetch", "; ".join(reasons), source_key=itemid)
+    return None
+
+
+def live_documents_batch(fetcher: Fetcher, con, run_id: int, itemids: list[str], report: StageReport) -> None:
+    rows: list[dict] = []
+    for itemid in itemids:
+        rows += fetch_body(fetcher, con, run_id, itemid, report) or []
+    load_paragraphs(con, run_id, rows, report)
+
+
+def batches(items: list, size: int = BATCH_SIZE):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

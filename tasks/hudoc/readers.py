@@ -1,0 +1,185 @@
+"""HUDOC document bodies (conversion-endpoint HTML, Word DOCX) → Blocks and footnotes. Pure.
+
+Class names in the HTML are hashes that change between documents, so the style facts come from
+the CSS they point to (font size, keep-with-next), never from the names themselves.
+"""
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections import Counter
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+from lxml import etree
+
+from caseforge.tasks.hudoc.paragraphs import Block, ParsedJudgment, build_rows
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+class DocumentError(ValueError):
+    """A body that cannot be read as a judgment (empty, not HTML/DOCX, corrupt)."""
+
+
+def _css_rules(soup: BeautifulSoup) -> dict[str, dict[str, str]]:
+    rules: dict[str, dict[str, str]] = {}
+    for style in soup.find_all("style"):
+        for name, body in re.findall(r"\.([\w-]+)\s*\{([^}]*)\}", style.get_text()):
+            props = {}
+            for decl in body.split(";"):
+                if ":" in decl:
+                    key, value = decl.split(":", 1)
+                    props[key.strip().lower()] = value.strip().lower()
+            rules[name] = props
+    return rules
+
+
+def _props(tag: Tag, rules: dict) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for name in tag.get("class") or []:
+        merged.update(rules.get(name, {}))
+    for decl in (tag.get("style") or "").split(";"):
+        if ":" in decl:
+            key, value = decl.split(":", 1)
+            merged[key.strip().lower()] = value.strip().lower()
+    return merged
+
+
+def _font_size(props: dict) -> float | None:
+    match = re.match(r"([\d.]+)pt", props.get("font-size", ""))
+    return float(match[1]) if match else None
+
+
+def _footnote_ref(anchor: Tag) -> str | None:
+    match = re.match(r"#_ftn(\d+)$", anchor.get("href") or "")
+    return match[1] if match else None
+
+
+def _html_block(p: Tag, rules: dict) -> tuple[Block, float | None]:
+    pieces: list[str] = []
+    refs: list[str] = []
+    sizes: Counter = Counter()
+
+    def walk(node) -> None:
+        for child in node.children:
+            if isinstance(child, NavigableString):
+                pieces.append(str(child))
+                size = _font_size(_props(node, rules)) if isinstance(node, Tag) else None
+                if size and str(child).strip():
+                    sizes[size] += len(str(child).strip())
+            elif isinstance(child, Tag):
+                if child.name == "br":
+                    pieces.append("\n")
+                elif child.name == "a" and _footnote_ref(child):
+                    refs.append(_footnote_ref(child))
+                else:
+                    walk(child)
+
+    walk(p)
+    props = _props(p, rules)
+    size = sizes.most_common(1)[0][0] if sizes else None
+    block = Block("".join(pieces), heading_style="avoid" in props.get("page-break-after", ""), footnote_refs=refs)
+    return block, size
+
+
+def html_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
+    """The judgment's <p> blocks in order, and the footnotes (number → text) kept at the end."""
+    text = body.decode("utf-8-sig", errors="replace")
+    if not text.strip():
+        raise DocumentError("empty HTML body")
+    soup = BeautifulSoup(text, "lxml")
+    rules = _css_rules(soup)
+    footnotes: dict[str, str] = {}
+    for div in soup.find_all("div", id=re.compile(r"^_ftn\d+$")):
+        number = div["id"][4:]
+        for anchor in div.find_all("a"):
+            anchor.decompose()
+        footnotes[number] = re.sub(r"\s+", " ", div.get_text("")).replace("\u00a0", " ").strip()
+        div.decompose()
+    sized = [_html_block(p, rules) for p in soup.find_all("p")]
+    if not sized:
+        raise DocumentError("HTML body has no paragraphs")
+    sizes = Counter(size for block, size in sized if size and len(block.text) > 200)
+    body_size = sizes.most_common(1)[0][0] if sizes else None
+    blocks = []
+    for block, size in sized:
+        block.quote_style = bool(body_size and size and size < body_size)
+        blocks.append(block)
+    return blocks, footnotes
+
+
+def _docx_text(paragraph) -> tuple[str, list[str]]:
+    """Text of a Word paragraph including runs nested in smart tags, hyperlinks and fields."""
+    pieces, refs = [], []
+    for node in paragraph.iter():
+        tag = node.tag
+        if tag == W + "t":
+            pieces.append(node.text or "")
+        elif tag == W + "tab":
+            pieces.append("\t")
+        elif tag in (W + "br", W + "cr"):
+            pieces.append("\n")
+        elif tag == W + "footnoteReference":
+            refs.append(node.get(W + "id"))
+    return "".join(pieces), refs
+
+
+def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
+    try:
+        xml = archive.read("word/footnotes.xml")
+    except KeyError:
+        return {}
+    notes = {}
+    for note in etree.fromstring(xml).iter(W + "footnote"):
+        if note.get(W + "type") in ("separator", "continuationSeparator"):
+            continue
+        text = "".join(t.text or "" for t in note.iter(W + "t")).strip()
+        text = re.sub(r"^[.\s]+", "", text)      # the note number is a field; its '.' stays behind
+        if text:
+            notes[note.get(W + "id")] = re.sub(r"\s+", " ", text)
+    return notes
+
+
+def _docx_styles(archive: zipfile.ZipFile) -> dict[str, str]:
+    try:
+        root = etree.fromstring(archive.read("word/styles.xml"))
+    except KeyError:
+        return {}
+    names = {}
+    for style in root.iter(W + "style"):
+        name = style.find(W + "name")
+        names[style.get(W + "styleId")] = name.get(W + "val") if name is not None else style.get(W + "styleId")
+    return names
+
+
+def docx_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
+    """Word paragraphs in body order (with or without smart tags), Word footnotes by id."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(body))
+        document = etree.fromstring(archive.read("word/document.xml"))
+    except (zipfile.BadZipFile, KeyError, etree.XMLSyntaxError) as exc:
+        raise DocumentError(f"not a readable DOCX: {exc}") from exc
+    styles = _docx_styles(archive)
+    blocks = []
+    body_el = document.find(W + "body")
+    for paragraph in body_el.iter(W + "p"):
+        style_el = paragraph.find(f"{W}pPr/{W}pStyle")
+        style = styles.get(style_el.get(W + "val"), style_el.get(W + "val")) if style_el is not None else "Normal"
+        text, refs = _docx_text(paragraph)
+        lowered = style.lower()
+        heading = bool(re.search(r"head|_h_", lowered))
+        quote = "quot" in lowered
+        blocks.append(Block(text, heading_style=heading, quote_style=quote, footnote_refs=refs))
+    return blocks, _docx_footnotes(archive)
+
+
+def detect_format(body: bytes) -> str:
+    return "docx" if body[:2] == b"PK" else "html"
+
+
+def parse_document(itemid: str, body: bytes, raw_sha256: str, source_format: str | None = None) -> ParsedJudgment:
+    """A judgment body (HTML or DOCX) as paragraph rows plus the order problems found in them."""
+    source_format = source_format or detect_format(body)
+    blocks, footnotes = docx_blocks(body) if source_format == "docx" else html_blocks(body)
+    return build_rows(itemid, blocks, footnotes, source_format, raw_sha256)
