@@ -17,8 +17,18 @@ def _oyez(args: argparse.Namespace):
                         legacy_table=args.legacy_table, return_state=True)
 
 
+def _cn(args: argparse.Namespace):
+    from caseforge.flows.cn import cn_refresh
+    from caseforge.tasks.cn.select import TFIDF
+
+    if not args.from_dir:
+        raise CommandFailed(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV)"])
+    return cn_refresh(db=args.db, from_dir=args.from_dir, filters=args.filters, select_n=args.select or 0,
+                      clusters=args.clusters, embedder=args.embedder or TFIDF, seed=args.seed, return_state=True)
+
+
 # source name -> function running its flow and returning the final Prefect state
-SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {"oyez": _oyez}
+SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {"oyez": _oyez, "cn": _cn}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--term", help="oyez: one term only (e.g. 2015)")
     parser.add_argument("--full", action="store_true", help="re-check every item, not only what the list says changed")
     parser.add_argument("--legacy-table", help="oyez: also import the Oyez-derived CSV that carries dispositions")
+    parser.add_argument("--filters", help="cn: JSON file overriding the CaseGen filter defaults")
+    parser.add_argument("--select", type=int, help="cn: pick this many representatives of the kept documents")
+    parser.add_argument("--clusters", type=int, default=10, help="cn: K-Means clusters for --select (default 10)")
+    parser.add_argument("--embedder", help="cn: 'tfidf-char' (default, offline) or 'sentence-transformers:<local model folder>'")
+    parser.add_argument("--seed", type=int, default=0, help="cn: seed of the embedding reduction and K-Means")
     add_db_option(parser)
     parser.set_defaults(handler=run)
 

@@ -22,11 +22,14 @@ THRESHOLD = 0.9
 MAX_COMPARE = 3000
 
 
+_DROP = {code: None for code in range(0x30000)
+         if chr(code).isspace() or unicodedata.category(chr(code))[0] in "PS"}
+
+
 def normalise_for_compare(text: str | None) -> str:
     if not text:
         return ""
-    text = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in text if not c.isspace() and unicodedata.category(c)[0] not in "PS")
+    return unicodedata.normalize("NFKC", text).translate(_DROP)
 
 
 def similarity(found: str | None, gold: str | None) -> float:
@@ -35,6 +38,8 @@ def similarity(found: str | None, gold: str | None) -> float:
         return 1.0
     if not a or not b:
         return 0.0
+    if a == b:
+        return 1.0
     if len(a) > 2 * MAX_COMPARE or len(b) > 2 * MAX_COMPARE:
         a = a[:MAX_COMPARE] + a[-MAX_COMPARE:]
         b = b[:MAX_COMPARE] + b[-MAX_COMPARE:]
