@@ -12,9 +12,11 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from caseforge.config import settings as load_settings  # noqa: E402
+from caseforge.fetch import Fetcher  # noqa: E402
 from caseforge.orchestration import RunSession, final_state, publish_counts, run_session  # noqa: E402
 from caseforge.progress import Progress  # noqa: E402
 from caseforge.tasks.cn import curate, ingest  # noqa: E402
+from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials  # noqa: E402
 from caseforge.tasks.cn.filters import FilterConfig, load_filter_config  # noqa: E402
 from caseforge.tasks.cn.select import TFIDF  # noqa: E402
 
@@ -22,6 +24,13 @@ from caseforge.tasks.cn.select import TFIDF  # noqa: E402
 @task(name="cn-dump-batch", cache_policy=NO_CACHE)
 def dump_batch_task(session: RunSession, batch: list) -> None:
     frame = ingest.parse_batch(session.con, session.run_id, batch, session.report)
+    ingest.load_judgments(session.con, session.run_id, frame, session.report)
+
+
+@task(name="cn-api-batch", cache_policy=NO_CACHE)
+def api_batch_task(session: RunSession, client, doc_ids: list[str]) -> None:
+    fetched = ingest.fetch_documents(client, session.con, session.run_id, doc_ids, session.report)
+    frame = ingest.parse_batch(session.con, session.run_id, fetched, session.report)
     ingest.load_judgments(session.con, session.run_id, frame, session.report)
 
 
@@ -50,9 +59,11 @@ def _publish_tables(coverage: list[dict], reasons: list[dict], config: FilterCon
 
 
 @flow(name="cn-judgments", log_prints=True)
-def cn_refresh(db: str | None = None, from_dir: str | None = None, filters: str | None = None,
+def cn_refresh(db: str | None = None, from_dir: str | None = None, doc_ids: str | None = None,
+               filters: str | None = None,
                select_n: int = 0, clusters: int = 10, embedder: str = TFIDF, seed: int = 0):
-    """Import judgment dumps under `from_dir`, parse sections, gate and upsert; filter; optionally select.
+    """Import judgment dumps under `from_dir` (and/or documents listed in `doc_ids`, fetched with the
+    user's own session, see tasks/cn/api.py), parse sections, gate and upsert; filter; optionally select.
 
     Every dump file is archived before parsing; unreadable files and rows are quarantined with
     their reason. Filters run over all curated judgments, and with select_n > 0 the kept ones
@@ -72,6 +83,14 @@ def cn_refresh(db: str | None = None, from_dir: str | None = None, filters: str 
                 dump_batch_task(session, batch)
             progress.step(len(paths))
             progress.close()
+        if doc_ids:
+            ids = ingest.read_doc_ids(Path(doc_ids))
+            with Fetcher(settings, session.archive) as fetcher:
+                client = WenshuClient(fetcher, WenshuCredentials.from_env())
+                for batch in ingest.batches(ids):
+                    api_batch_task(session, client, batch)
+                report.add("http_requests", fetcher.stats.requests)
+                report.add("http_retries", fetcher.stats.retries)
         report.counts.setdefault("new", 0)
         report.counts.setdefault("changed", 0)
         reasons = filter_task(session, config)

@@ -21,9 +21,10 @@ def _cn(args: argparse.Namespace):
     from caseforge.flows.cn import cn_refresh
     from caseforge.tasks.cn.select import TFIDF
 
-    if not args.from_dir:
-        raise CommandFailed(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV)"])
-    return cn_refresh(db=args.db, from_dir=args.from_dir, filters=args.filters, select_n=args.select or 0,
+    if not args.from_dir and not args.doc_ids:
+        raise CommandFailed(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV); "
+                             "or --doc-ids FILE with CASEFORGE_WENSHU_COOKIES set for the site's API"])
+    return cn_refresh(db=args.db, from_dir=args.from_dir, doc_ids=args.doc_ids, filters=args.filters, select_n=args.select or 0,
                       clusters=args.clusters, embedder=args.embedder or TFIDF, seed=args.seed, return_state=True)
 
 
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--term", help="oyez: one term only (e.g. 2015)")
     parser.add_argument("--full", action="store_true", help="re-check every item, not only what the list says changed")
     parser.add_argument("--legacy-table", help="oyez: also import the Oyez-derived CSV that carries dispositions")
+    parser.add_argument("--doc-ids", help="cn: file of document ids to fetch with your own session (see tasks/cn/api.py)")
     parser.add_argument("--filters", help="cn: JSON file overriding the CaseGen filter defaults")
     parser.add_argument("--select", type=int, help="cn: pick this many representatives of the kept documents")
     parser.add_argument("--clusters", type=int, default=10, help="cn: K-Means clusters for --select (default 10)")

@@ -130,7 +130,49 @@ def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: Raw
         yield batch
 
 
+def batches(items: list, size: int = BATCH_SIZE):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
 def section_coverage(con: duckdb.DuckDBPyConnection) -> list[dict]:
     result = run_sql(con, "cn/section_coverage.sql")
     names = [d[0] for d in result.description]
     return [dict(zip(names, row)) for row in result.fetchall()]
+
+
+def fetch_documents(client, con: duckdb.DuckDBPyConnection, run_id: int, doc_ids: list[str],
+                    report: StageReport) -> list[tuple[JudgmentRecord, Payload]]:
+    """Fetch documents by id through the user's session (tasks/cn/api.py); failures are quarantined."""
+    from caseforge.fetch import FetchError
+    from caseforge.tasks.cn.api import WenshuApiError, document_key
+
+    fetched = []
+    for doc_id in doc_ids:
+        try:
+            record, payload = client.fetch_document(doc_id)
+        except FetchError as exc:
+            report.add("fetch_failed")
+            report.fail(f"cn {doc_id}: fetch failed: {exc.reason}")
+            quarantine(con, run_id, TABLE, "fetch", exc.reason, source_key=document_key(doc_id))
+            continue
+        except (WenshuApiError, RecordError) as exc:
+            report.add("quarantined")
+            report.fail(f"cn {doc_id}: {exc}")
+            latest = client.fetcher.archive.latest(SOURCE, document_key(doc_id))
+            quarantine(con, run_id, TABLE, "parse", str(exc), source_key=document_key(doc_id),
+                       raw_sha256=latest.sha256 if latest else None)
+            continue
+        report.add("fetched")
+        fetched.append((record, payload))
+    return fetched
+
+
+def read_doc_ids(path: Path) -> list[str]:
+    """One document id per line; blank lines and #-comments ignored, duplicates dropped in order."""
+    ids = []
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        value = line.split("#", 1)[0].strip()
+        if value and value not in ids:
+            ids.append(value)
+    return ids

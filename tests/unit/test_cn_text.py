@@ -2,6 +2,7 @@
 import codecs
 import datetime as dt
 import json
+from pathlib import Path
 
 import pytest
 
@@ -9,13 +10,8 @@ from caseforge.tasks.cn.casenumber import parse_case_number, parse_cn_date
 from caseforge.tasks.cn.records import parse_record, read_dump, record_from_dict, RecordError
 from caseforge.tasks.cn.text import DecodeError, decode_bytes, normalise_text
 
-DOC = ("北京市海淀区人民法院\n民 事 判 决 书\n（2019）京0108民初123号\n原告：张三，男。\n被告：李四，男。\n"
-       "原告张三与被告李四民间借贷纠纷一案，本院立案后，依法适用简易程序，公开开庭进行了审理。本案现已审理终结。\n"
-       "张三向本院提出诉讼请求：判令李四归还借款1万元。\n李四辩称：借款已经归还。\n"
-       "经审理查明：2018年1月1日，李四向张三借款1万元，至今未还。\n"
-       "本院认为，合法的借贷关系受法律保护。依照《中华人民共和国合同法》第二百零六条之规定，判决如下：\n"
-       "李四于本判决生效之日起十日内归还张三借款1万元。\n如不服本判决，可在判决书送达之日起十五日内上诉。\n"
-       "审　判　员　　王　五\n二〇一九年三月五日\n书　记　员　　赵六")
+DOC = (Path(__file__).resolve().parent.parent / "fixtures" / "cn_civil_judgment.txt").read_text(encoding="utf-8").strip()
+
 
 
 def test_gbk_and_gb18030_are_detected():
