@@ -71,6 +71,8 @@ CHECKS = [
     GoldCheck("casegen", "fact", "facts", _section("facts"), 0.95),
     GoldCheck("casegen", "reasoning", "reasoning", _section("reasoning"), 0.95),
     GoldCheck("casegen", "judgement", "judgment", _section("judgment"), 0.95),
+    GoldCheck("casegen", "judgement", "judgment + tail (CaseGen keeps the appeal notice)",
+              lambda p: p.judgment_to_end, 0.95),
 ]
 
 # Gold files: dataset -> (file, how to get the full text). CAIL2021 and the CaseGen references
@@ -115,15 +117,15 @@ def measure(samples_cn: Path) -> list[AccuracyRow]:
     rows = []
     for dataset in DATASETS:
         checks = [c for c in CHECKS if c.dataset == dataset]
-        sims: dict[str, list[float]] = {c.gold_field: [] for c in checks}
+        sims: dict[tuple[str, str], list[float]] = {(c.gold_field, c.section): [] for c in checks}
         for record, parsed in iter_gold(samples_cn, dataset):
             for check in checks:
                 gold = record.get(check.gold_field)
                 if not normalise_for_compare(gold):
                     continue  # no gold for this section in this document
-                sims[check.gold_field].append(similarity(check.extract(parsed), gold))
+                sims[(check.gold_field, check.section)].append(similarity(check.extract(parsed), gold))
         for check in checks:
-            values = sims[check.gold_field]
+            values = sims[(check.gold_field, check.section)]
             rows.append(AccuracyRow(dataset, check.gold_field, check.section, len(values),
                                     sum(v >= THRESHOLD for v in values),
                                     sum(values) / len(values) if values else 0.0, check.target))

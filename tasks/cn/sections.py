@@ -18,14 +18,17 @@ SECTIONS = ("header", "parties", "procedure_record", "claims", "defense", "evide
             "reasoning", "judgment", "tail")
 # findings shorter than this ("经审理查明的事实与公诉机关的指控相一致") point back to the accusation
 SHORT_FINDINGS = 50
+SAME_AS_ACCUSATION = re.compile(r"^[^。]{0,30}(?:与|同)[^。]{0,20}(?:指控|起诉书?)[^。]{0,10}(?:一致|相同|相符)")
 BODY = ("claims", "defense", "evidence", "facts")
 
 _SENTENCE_END = re.compile(r"[。！？!?][”’」』）)]*|\n")
 _CUT_AFTER = re.compile(r"(?:审理终结|审理完毕|复核终结|审查终结)(?=[^。，,；\n])"
                         r"|(?:判决|裁定|决定|调解)如下[：:]?(?=[^\n])"
                         r"|达成(?:如下|以下)(?:调解)?协议[：:]?(?=[^\n])")
-_CUT_BEFORE = re.compile(r"(?<=[^\n。])(?=如不服本(?:判决|裁定)|本(?:判决|裁定)为终审)"
-                         r"|(?<![\n。，,；;：:、（(“\"本院])(?=本院认为|经审理查明|本院查明|经审理认定)")
+_CUT_BEFORE_TAIL = re.compile(r"如不服本(?:判决|裁定)|本(?:判决|裁定)为终审")
+_CUT_BEFORE_SECTION = re.compile(r"本院认为|经审理查明|本院查明|经审理认定")
+_NO_CUT_AFTER_TAIL = "\n。"
+_NO_CUT_AFTER_SECTION = "\n。，,；;：:、（(“\"本院"
 _HEADER_LINE = re.compile(r"法院|(?:判决|裁定|调解|决定)书|案号")
 _LEAD = re.compile(r"[\s：:，,。；;、）)]+")
 
@@ -37,22 +40,30 @@ FACTS_START = re.compile(
     r"^[^。]{0,60}?(?:审理查明|审查查明|本院查明|经查明|二审查明|再审查明|本院认定(?:的)?事实如下|认定(?:本案|案件)?事实如下|查明(?:本案|案件)?(?:的)?事实如下|审理认定)"
     r"|^(?:另|再|又|还|同时|此外，?)查明|^经复核确认"
     r"|^(?:一审|原审)(?:法院)?(?:审理)?(?:查明|认定事实)"
-    r"|^本院对(?:当事人|双方)?(?:无争议|没有争议)的事实")
+    r"|^本院对(?:当事人|双方)?(?:无争议|没有争议)的事实"
+    r"|^[^。]{0,40}?(?:确认|认定|查明)[^。，,]{0,8}(?:如下|以下)[^。，,]{0,8}事实")
 REASONING_START = re.compile(
     r"^(?:(?:综上所述|综上|据此|经审查|经审理)[，,]?)?本院(?:经审查|经审理|审查|再审|二审|经审查后)?认为")
 EVIDENCE_START = re.compile(
     r"^(?:上述|以上|认定上述|认定以上|认定上列|上列)(?:事实|犯罪事实|案件事实|指控事实)[^。]{0,300}?(?:证据|证实|为证|佐证|在案|属实)"
     r"|^(?:当事人|双方当事人|原、被告)[^。]{0,10}围绕[^。]{0,20}(?:提交|提供)了?证据"
     r"|^本院组织[^。]{0,20}(?:证据交换|质证)|^(?:原告|被告|公诉机关)[^。]{0,40}为(?:证明|支持)[^。]{0,60}(?:提交|提供|出示)"
-    r"|^(?:证据|下列证据|经庭审举证)[^。]{0,20}(?:如下|有)[：:]|^(?:上述|以上)证据")
+    r"|^(?:证据|下列证据|经庭审举证)[^。]{0,20}(?:如下|有)[：:]|^(?:上述|以上)证据"
+    r"|^[^。]{0,40}?(?:上述|以上|前述)(?:犯罪)?事实[^。]{0,200}?(?:下列|如下|以下)[^。]{0,20}证据"
+    r"|^[^。]{0,20}(?:证据|证明)(?:如下|有)[：:]"
+    r"|^[^。]{0,10}(?:经庭审质证|经质证|庭审质证|经庭审举证)[：:，,]"
+    r"|^(?:针对|对)(?:上述|以上|该|前述)(?:指控|事实)[，,][^。]{0,20}(?:出示|提供|提交|宣读|列举)"
+    r"|^[一二三四五六七八九十\d]{1,3}[、.．][^。]{0,80}?(?:等证据|证据证实|予以证实|证实了)")
 CLAIMS_START = re.compile(
-    r"^[^。，,；;：:]{0,40}?(?:诉称|起诉称|向本院提出(?:如下)?(?:诉讼)?请求|提出(?:如下)?诉讼请求|诉讼请求[：:]|起诉要求|起诉请求|上诉请求|上诉称|申请再审称|再审请求|反诉称|反诉请求|请求判令|向本院起诉|诉至本院)"
+    r"^[^。，,；;：:]{0,60}?(?:诉称|起诉称|向本院提出(?:如下)?(?:诉讼)?请求|提出(?:如下)?诉讼请求|诉讼请求[：:]|起诉要求|起诉请求|上诉请求|上诉称|申请再审称|再审请求|反诉称|反诉请求|请求判令)"
+    r"|^[^。，,；;：:]{0,60}?(?:向本院)?提起诉讼[，,]?(?:请求|要求)"
     r"|^(?:公诉机关|[^，。：]{2,25}(?:人民检察院|检察院)|自诉人[^，。：]{0,10})(?:起诉)?指控(?:称|：|:|，|,|\s|\d|被告人)"
     r"|^(?:公诉机关|[^，。：]{2,25}人民检察院)认为")
-DEFENSE_START = re.compile(
-    r"^[^。，,；;：:]{0,40}?(?:辩称|答辩称|答辩意见|辩解称|辩护意见|述称|陈述称)"
-    r"|^[^。，,；;：:]{0,30}?(?:辩护人|辩护律师)[^。，,；;]{0,10}?(?:称|认为|提出|意见)"
-    rf"|^{_PARTY}[^。]{{0,80}}?(?:无异议|没有异议|未作[^。]{{0,6}}答辩|未[^。]{{0,6}}答辩|未提交[^。]{{0,6}}答辩|未作陈述|未到庭|没有到庭|未出庭|拒不到庭|自愿认罪|当庭认罪|供认不讳)")
+DEFENSE_STRONG = re.compile(
+    r"^[^。，,；;：:]{0,60}?(?:辩称|答辩称|答辩意见|辩解称|辩护意见|述称|陈述称|答辩状[^。，,]{0,4}称|答辩[^。，,]{0,4}意见)"
+    r"|^[^。，,；;：:]{0,30}?(?:辩护人|辩护律师)[^。，,；;]{0,10}?(?:称|认为|提出|意见)")
+DEFENSE_WEAK = re.compile(
+    rf"^{_PARTY}[^。]{{0,80}}?(?:无异议|没有异议|未作[^。]{{0,6}}答辩|未[^。]{{0,6}}答辩|未提交[^。]{{0,6}}答辩|未作陈述|未到庭|没有到庭|未出庭|拒不到庭|自愿认罪|当庭认罪|供认不讳)")
 JUDGMENT_MARKER = re.compile(r"(?:判决|裁定|决定|调解)如下|达成(?:如下|以下)?(?:调解)?协议|判决：|裁定：")
 BASIS_CLAUSE = re.compile(
     r"(?:^|(?<=[，,；;。：:]))\s*(?:(?:综上所述|综上|据此|为此|因此|故|遂|现)[，,]?\s*)?"
@@ -60,6 +71,53 @@ BASIS_CLAUSE = re.compile(
 TAIL_START = re.compile(
     r"^(?:如不服本|如不服|本(?:判决|裁定|调解书|决定)(?:书)?(?:为终审|自|送达后|经双方|一经)|本案一审判决|"
     r"审判长|审判员|代理审判员|人民陪审员|书记员|代理书记员|法官助理|执行员|[〇○零一二][〇○零一二三四五六七八九]{3}年|附[:：]?(?:相关|本判决|本案)?(?:法律|法条|所适用))")
+
+
+# Cheap substring checks that must hold before a marker regex can match (speed only).
+_KEYS = {
+    "facts": ("查明", "认定", "确认", "争议的事实"),
+    "claims": ("诉", "请求", "指控", "认为"),
+    "defense_strong": ("辩", "述称", "陈述称"),
+    "defense_weak": ("异议", "答辩", "到庭", "出庭", "认罪", "供认", "陈述"),
+    "evidence": ("证",),
+    "procedure": ("一案", "公诉", "上诉", "再审", "本院", "立案", "提请"),
+    "judgment": ("如下", "协议", "判决：", "裁定："),
+}
+
+
+def _may(kind: str, unit: str) -> bool:
+    for key in _KEYS[kind]:
+        if key in unit:
+            return True
+    return False
+
+
+def facts_start(unit: str) -> bool:
+    return _may("facts", unit) and FACTS_START.match(unit) is not None
+
+
+def claims_start(unit: str) -> bool:
+    return _may("claims", unit) and CLAIMS_START.match(unit) is not None
+
+
+def evidence_start(unit: str) -> bool:
+    return _may("evidence", unit) and EVIDENCE_START.match(unit) is not None
+
+
+def procedure_start(unit: str) -> bool:
+    return _may("procedure", unit) and PROCEDURE_START.search(unit) is not None
+
+
+def judgment_marker(unit: str) -> bool:
+    return _may("judgment", unit) and JUDGMENT_MARKER.search(unit) is not None
+
+
+def defense_strong(unit: str) -> bool:
+    return _may("defense_strong", unit) and DEFENSE_STRONG.match(unit) is not None
+
+
+def defense_weak(unit: str) -> bool:
+    return _may("defense_weak", unit) and DEFENSE_WEAK.match(unit) is not None
 
 
 @dataclass
@@ -86,6 +144,12 @@ class ParsedJudgment:
         return self.span_text(self.judgment_items_start, end) or None
 
     @property
+    def judgment_to_end(self) -> str | None:
+        """The judgment with everything after it (CaseGen's 'judgement' keeps the appeal notice)."""
+        start = self.first_start("judgment")
+        return self.span_text(start, len(self.text)) or None if start is not None else None
+
+    @property
     def fact_part(self) -> str | None:
         """Everything between the procedure record and the reasoning (JuDGE's 'fact part')."""
         start = self.first_start(*BODY)
@@ -98,10 +162,13 @@ class ParsedJudgment:
     def findings_part(self) -> str | None:
         """The court's first run of findings (经审理查明…), or the accusation when there are none or they only refer to it."""
         facts = self.spans.get("facts")
-        if facts and len(self.span_text(*facts[0])) >= SHORT_FINDINGS:
+        if facts and len(self.span_text(*facts[0])) >= SHORT_FINDINGS \
+                and not SAME_AS_ACCUSATION.match(self.span_text(*facts[0])):
             return self.span_text(*facts[0])
         runs = self.spans.get("claims") or facts
-        return self.span_text(*runs[0]) if runs else None
+        if not runs:
+            return None
+        return self.span_text(*runs[0])
 
 
 def split_units(text: str) -> list[tuple[int, int]]:
@@ -111,8 +178,11 @@ def split_units(text: str) -> list[tuple[int, int]]:
         cuts.add(match.end())
     for match in _CUT_AFTER.finditer(text):
         cuts.add(match.end())
-    for match in _CUT_BEFORE.finditer(text):
-        cuts.add(match.start())
+    for pattern, no_cut_after in ((_CUT_BEFORE_TAIL, _NO_CUT_AFTER_TAIL), (_CUT_BEFORE_SECTION, _NO_CUT_AFTER_SECTION)):
+        for match in pattern.finditer(text):
+            start = match.start()
+            if start and text[start - 1] not in no_cut_after:
+                cuts.add(start)
     head = CASE_NO.search(text, 0, 400)
     if head:
         cuts.add(head.end())
@@ -130,9 +200,11 @@ def split_units(text: str) -> list[tuple[int, int]]:
 def _header_end(text: str, units: list[tuple[int, int]]) -> int:
     """Index of the first unit after the header (title, court, document kind, case number)."""
     for index, (start, end) in enumerate(units[:8]):
-        if re.match(_PARTY, text[start:end]) or PROCEDURE_START.search(text[start:end]):
+        unit = text[start:end]
+        if re.match(_PARTY, unit) or PROCEDURE_START.search(unit) or CLAIMS_START.match(unit) \
+                or FACTS_START.match(unit) or REASONING_START.match(unit):
             break
-        found = CASE_NO.search(text[start:end]) if start < 400 else None
+        found = CASE_NO.search(unit) if start < 400 and "，" not in unit else None
         if found and found.end() >= len(text[start:end].rstrip("：: \n")) - 1:
             return index + 1
     count = 0
@@ -170,16 +242,17 @@ def _label_units(text: str, units: list[tuple[int, int]]) -> list[str]:
             if TAIL_START.match(unit):
                 new = "tail"
         elif state == "reasoning":
-            if JUDGMENT_MARKER.search(unit):
+            if judgment_marker(unit):
                 new = "judgment"
             elif TAIL_START.match(unit) and not unit.startswith(("如不服", "附")):
                 new = "tail"
         elif state != "tail":
             if REASONING_START.match(unit):
-                new = "judgment" if JUDGMENT_MARKER.search(unit) else "reasoning"
-            elif JUDGMENT_MARKER.search(unit) and not has_reasoning and state in BODY + ("procedure_record",):
+                new = "judgment" if judgment_marker(unit) else "reasoning"
+            elif not has_reasoning and judgment_marker(unit) and state in BODY + ("procedure_record",):
                 new = "judgment"
-            elif state == "parties" and PROCEDURE_START.search(unit):
+            elif state == "parties" and procedure_start(unit) and not (
+                    claims_start(unit) and "一案" not in unit):
                 new = "procedure_record"
             else:
                 new = _body_transition(state, unit, seen)
@@ -193,13 +266,14 @@ def _label_units(text: str, units: list[tuple[int, int]]) -> list[str]:
 
 
 def _body_transition(state: str, unit: str, seen: set[str]) -> str:
-    if FACTS_START.match(unit):
+    if facts_start(unit):
         return "facts"
-    if EVIDENCE_START.match(unit):
+    if evidence_start(unit):
         return "evidence"
-    if state in ("parties", "procedure_record", "procedure_done", "claims", "defense") and CLAIMS_START.match(unit):
-        return "claims" if not DEFENSE_START.match(unit) or state != "defense" else "defense"
-    if state in ("claims", "defense", "evidence") and DEFENSE_START.match(unit):
+    defense = defense_strong(unit) or (state in ("claims", "defense", "evidence") and defense_weak(unit))
+    if state in ("parties", "procedure_record", "procedure_done", "claims", "defense") and claims_start(unit):
+        return "defense" if defense and state == "defense" else "claims"
+    if defense and state != "facts":
         return "defense"
     if state == "procedure_done":
         return "claims"

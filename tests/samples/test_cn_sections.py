@@ -8,12 +8,25 @@ from caseforge.tasks.cn.records import JudgmentRecord, parse_record, read_dump, 
 
 pytestmark = pytest.mark.samples
 
-# Shares reached on the samples (documented floors where the gold disagrees with our
-# definitions or a target was not reached honestly; see the report of issue 4).
-FLOORS = {
-    ("caseformer", "fact"): 0.80, ("caseformer", "reason"): 0.95, ("caseformer", "result"): 0.95,
-    ("judge", "text"): 0.95, ("cail2021", "诉称段"): 0.89, ("cail2021", "辩称段"): 0.85,
-    ("casegen", "fact"): 0.76, ("casegen", "reasoning"): 0.95, ("casegen", "judgement"): 0.50,
+# Targets (95% facts/reasoning/judgment, 90% claims/defense) where the parser reaches them; where it
+# does not, the share it reached is asserted as a floor (see the report of issue 4):
+#   caseformer fact — the gold is inconsistent (sometimes the accusation, sometimes the findings,
+#     sometimes with the evidence list or from another text version);
+#   casegen fact — rebuilt documents whose gold facts start without any marker;
+#   casegen judgement vs our judgment — CaseGen keeps the appeal notice (246 of 250), so it is
+#     also measured against judgment + tail.
+# caseformer claim is not asserted: its gold is the paragraph before the facts (often the title).
+EXPECTED_SHARES = {
+    ("caseformer", "fact", "facts (findings, else accusation)"): 0.84,
+    ("caseformer", "reason", "reasoning"): 0.95,
+    ("caseformer", "result", "judgment (operative items)"): 0.95,
+    ("judge", "text", "facts (fact part)"): 0.95,
+    ("cail2021", "诉称段", "claims"): 0.90,
+    ("cail2021", "辩称段", "defense"): 0.90,
+    ("casegen", "fact", "facts"): 0.89,
+    ("casegen", "reasoning", "reasoning"): 0.95,
+    ("casegen", "judgement", "judgment"): 0.50,
+    ("casegen", "judgement", "judgment + tail (CaseGen keeps the appeal notice)"): 0.95,
 }
 
 
@@ -24,8 +37,8 @@ def _row(samples_dir, name, index=0):
 
 
 def test_section_accuracy_against_gold(samples_dir):
-    rows = {(r.dataset, r.gold_field): r for r in measure(samples_dir / "cn")}
-    for key, floor in FLOORS.items():
+    rows = {(r.dataset, r.gold_field, r.section): r for r in measure(samples_dir / "cn")}
+    for key, floor in EXPECTED_SHARES.items():
         assert rows[key].share >= floor, f"{key}: {rows[key].share:.1%} < {floor:.0%} (sim >= {THRESHOLD})"
 
 
