@@ -120,3 +120,24 @@ def test_old_api_html_with_anchors(samples_dir):
     assert agreement["header"] == 1.0 and agreement["reasoning"] >= 0.9
     # the old API puts 本裁定自宣告之日起发生法律效力 in PJJG; we count it as tail, so the gold tail is inside ours
     assert json.loads(row["gold_sections"])["tail"].replace(" ", "") in row["tail"].replace(" ", "")
+
+
+def test_golden_civil_default_defendant_and_evidence(samples_dir):
+    row = _row(samples_dir, "cail2020_civil_fulltext.jsonl", 2)
+    assert row["case_no"] == "(2017)苏0923民初556号" and row["cause"] == "租赁合同纠纷"
+    assert row["claims"].startswith("原告春秋汽车公司、周志斗向本院提出诉讼请求")
+    assert row["defense"] == "被告岳治国未作答辩。"
+    assert row["evidence"].startswith("原告春秋汽车公司、周志斗围绕诉讼请求，向本院提交了用车明细单和欠条等证据")
+    assert row["facts"].startswith("根据当事人的陈述和经审查确认的证据，本院认定事实如下：2014年3月6日")
+    assert row["judgment"].startswith("依据《中华人民共和国合同法》第六十条")
+
+
+def test_golden_criminal_two_defendants_with_addenda(samples_dir):
+    row = _row(samples_dir, "caseformer_criminal.jsonl", 6)
+    assert row["claims"].startswith("珠海市金湾区人民检察院指控，2016年12月14日凌晨1时许")
+    assert row["claims"].endswith("对被告人黄某台判处一年二个月以下有期徒刑。")
+    assert row["defense"].startswith("被告人邝某范及其辩护人对公诉机关指控的犯罪事实和罪名均无异议。")
+    assert "被告人黄某台及其辩护人" in row["defense"]
+    assert row["facts"].startswith("经审理查明的事实与公诉机关的指控相一致。另查明，公安机关在侦办")
+    assert row["facts"].endswith("又查明，案发后，被告人邝某范、黄某台共同赔偿被害人黄某1经济损失。")
+    assert row["evidence"].startswith("上述事实，有以下证据证实：1.被害人黄某2、符某的陈述")

@@ -111,3 +111,10 @@ def test_sentence_transformers_needs_a_local_model_folder(tmp_path):
         embed(["文本"], f"sentence-transformers:{tmp_path / 'missing'}")
     with pytest.raises(EmbedderError, match="tfidf-char"):
         embed(["文本"], "bge")
+
+
+def test_cli_needs_a_dump_folder_or_doc_ids(capsys):
+    from caseforge.cli import main
+
+    assert main(["ingest", "cn"]) != 0
+    assert "cn: --from-dir DIR is required" in capsys.readouterr().err
