@@ -28,10 +28,12 @@ CASE_TYPES = ("民事", "刑事", "行政", "执行", "国家赔偿")
 PROCEDURES = ("一审", "二审", "再审审查", "再审", "复核", "审判监督", "特别程序", "执行")
 GOLD_FIELDS = {  # dump field -> our section
     "s22": "header", "s23": "procedure_record", "s25": "facts", "s26": "reasoning", "s27": "judgment",
-    "s28": "tail", "claim": "claims", "fact": "facts", "reason": "reasoning", "result": "judgment",
-    "诉称段": "claims", "辩称段": "defense", "裁判分析过程段": "reasoning", "reasoning": "reasoning",
-    "judgement": "judgment", "text": "fact_part",
+    "s28": "tail", "诉称段": "claims", "辩称段": "defense", "裁判分析过程段": "reasoning",
 }
+# CaseFormer's fields as the accuracy script maps them (tasks/cn/accuracy.py)
+CASEFORMER_GOLD = {"claim": "claims", "fact": "findings_part", "reason": "reasoning", "result": "judgment_items"}
+# gold names that are spans derived from the sections (ParsedJudgment properties), not sections
+DERIVED_SPANS = ("fact_part", "findings_part", "judgment_items", "judgment_to_end")
 OLD_API_ANCHORS = {"WBSB": "header", "DSRXX": "parties", "SSJL": "procedure_record",
                    "AJJBQK": "fact_part", "CPYZ": "reasoning", "PJJG": "judgment", "WBWB": "tail"}
 _ANCHOR = re.compile(r"<a type='dir' name='(\w+)'></a>")
@@ -103,7 +105,7 @@ def record_from_dict(record: dict) -> JudgmentRecord:
         meta = {"cited_articles": record.get("la")}
     elif "content" in record:
         fmt, text, doc_id = "caseformer", record["content"], record.get("id")
-        gold = {GOLD_FIELDS[k]: record[k] for k in ("claim", "fact", "reason", "result") if record.get(k)}
+        gold = {name: record[k] for k, name in CASEFORMER_GOLD.items() if record.get(k)}
         meta = {"doc_type": record.get("type"), "case_no": record.get("id"), "program": record.get("program")}
     elif isinstance(record.get("text"), list):
         fmt, doc_id = "cail2020", record.get("id")
@@ -118,7 +120,7 @@ def record_from_dict(record: dict) -> JudgmentRecord:
         fmt = "casegen"
         doc_id = f"casegen-{record.get('id')}"
         text = "\n".join(record.get(k) or "" for k in ("fact", "reasoning", "judgement"))
-        gold = {"facts": record["fact"], "reasoning": record.get("reasoning"), "judgment": record.get("judgement")}
+        gold = {"facts": record["fact"], "reasoning": record.get("reasoning"), "judgment_to_end": record.get("judgement")}
         meta = {"sections_only": True}
     else:
         fmt = "generic"
@@ -212,7 +214,7 @@ def parse_record(record: JudgmentRecord) -> dict:
                     and sec["reasoning"] and sec["judgment"] and sec["tail"])
     agreement = {}
     for name, gold_text in record.gold.items():
-        found = getattr(parsed, name) if name == "fact_part" else sec.get(name)
+        found = getattr(parsed, name) if name in DERIVED_SPANS else sec.get(name)
         agreement[name] = round(similarity(found, gold_text), 4)
     court = meta.get("court")
     if not court:

@@ -94,7 +94,8 @@ def test_glued_caseformer_text_is_cut_at_markers(samples_dir):
     assert row["defense"] == "被告人刘蕊、王东波对公诉机关指控的事实、罪名及量刑建议无异议并签字具结"
     assert row["reasoning"].startswith("本院认为，被告人王东波、刘蕊以非法占有为目的")
     assert row["judgment"].startswith("依照《中华人民共和国刑法》第二百六十四条") and "一、被告人王东波犯盗窃罪" in row["judgment"]
-    assert json.loads(row["gold_agreement"])["judgment"] < 1  # gold 'result' holds the items only
+    agreement = json.loads(row["gold_agreement"])  # gold 'result' holds the operative items only
+    assert agreement["judgment_items"] == 1.0 and agreement["reasoning"] >= 0.9
 
 
 def test_new_api_record_keeps_and_checks_site_sections(samples_dir):
