@@ -41,7 +41,9 @@ FACTS_START = re.compile(
     r"|^(?:另|再|又|还|同时|此外，?)查明|^经复核确认"
     r"|^(?:一审|原审)(?:法院)?(?:审理)?(?:查明|认定事实)"
     r"|^本院对(?:当事人|双方)?(?:无争议|没有争议)的事实"
-    r"|^[^。]{0,40}?(?:确认|认定|查明)[^。，,]{0,8}(?:如下|以下)[^。，,]{0,8}事实")
+    r"|^[^。]{0,40}?(?:确认|认定|查明|确定)[^。，,]{0,8}(?:如下|以下)[^。，,]{0,8}事实"
+    r"|^[^。]{0,40}?(?:确认|认定|查明|确定)[^。，,]{0,10}事实(?:为|如下)"
+    r"|^[^。]{0,40}?据此查明")
 REASONING_START = re.compile(
     r"^(?:(?:综上所述|综上|据此|经审查|经审理)[，,]?)?本院(?:经审查|经审理|审查|再审|二审|经审查后)?认为")
 EVIDENCE_START = re.compile(
@@ -76,7 +78,7 @@ TAIL_START = re.compile(
 
 # Cheap substring checks that must hold before a marker regex can match (speed only).
 _KEYS = {
-    "facts": ("查明", "认定", "确认", "争议的事实"),
+    "facts": ("查明", "认定", "确认", "确定", "争议的事实"),
     "claims": ("诉", "请求", "指控", "认为"),
     "defense_strong": ("辩", "述称", "陈述称"),
     "defense_weak": ("异议", "答辩", "到庭", "出庭", "认罪", "供认", "陈述"),
@@ -252,7 +254,7 @@ def _label_units(text: str, units: list[tuple[int, int]]) -> list[str]:
                 new = "judgment" if judgment_marker(unit) else "reasoning"
             elif not has_reasoning and judgment_marker(unit) and state in BODY + ("procedure_record",):
                 new = "judgment"
-            elif state == "parties" and procedure_start(unit) and not (
+            elif state == "parties" and procedure_start(unit) and not facts_start(unit) and not (
                     claims_start(unit) and "一案" not in unit):
                 new = "procedure_record"
             else:

@@ -23,7 +23,7 @@ EXPECTED_SHARES = {
     ("judge", "text", "facts (fact part)"): 0.95,
     ("cail2021", "诉称段", "claims"): 0.90,
     ("cail2021", "辩称段", "defense"): 0.90,
-    ("casegen", "fact", "facts"): 0.89,
+    ("casegen", "fact", "facts"): 0.93,
     ("casegen", "reasoning", "reasoning"): 0.95,
     ("casegen", "judgement", "judgment"): 0.50,
     ("casegen", "judgement", "judgment + tail (CaseGen keeps the appeal notice)"): 0.95,
