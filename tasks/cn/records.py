@@ -209,7 +209,9 @@ def parse_record(record: JudgmentRecord) -> dict:
         dispute = _cause_from(meta.get("case_name")) or _cause_from(procedure_text)
         cause = crime.group(1) if case_type == "刑事" and crime else dispute
     date = parse_cn_date(str(meta["judgment_date"])) if meta.get("judgment_date") else last_cn_date(sec["tail"])
-    body_ok = bool(sec["claims"] or sec["facts"] or sec["evidence"])
+    doc_type = _pick(DOC_TYPES, meta.get("doc_type"), header, meta.get("case_name"))
+    # a ruling (裁定书, e.g. on a withdrawal) may lack claims and findings; a judgment may not
+    body_ok = bool(sec["claims"] or sec["facts"] or sec["evidence"]) or doc_type in ("裁定书", "决定书")
     complete = bool(sec["header"] and (sec["parties"] or sec["procedure_record"]) and body_ok
                     and sec["reasoning"] and sec["judgment"] and sec["tail"])
     agreement = {}
@@ -225,7 +227,7 @@ def parse_record(record: JudgmentRecord) -> dict:
         "case_name": meta.get("case_name"), "case_no": number.text if number else meta.get("case_no"),
         "case_year": number.year if number else None, "court_code": number.court_code if number else None,
         "case_kind": kind, "case_seq": number.seq if number else None, "court": court,
-        "judgment_date": date, "doc_type": _pick(DOC_TYPES, meta.get("doc_type"), header, meta.get("case_name")),
+        "judgment_date": date, "doc_type": doc_type,
         "case_type": case_type,
         "procedure": _pick(PROCEDURES, meta.get("procedure"), meta.get("program"), meta.get("case_name"))
         or procedure_from_kind(kind),

@@ -104,6 +104,7 @@ def test_new_api_record_keeps_and_checks_site_sections(samples_dir):
     assert (row["doc_type"], row["case_type"], row["procedure"], row["cause"]) == ("裁定书", "民事", "一审", "民间借贷纠纷")
     assert (row["case_kind"], row["court_code"], row["case_seq"]) == ("民初", "镇坦", 29)
     assert row["reasoning"] == "本院认为，原告陈丽梅的撤诉申请符合法律规定，"
+    assert row["complete"] is True  # a withdrawal ruling has no claims or findings, yet is whole
     assert row["judgment"].startswith("依照《中华人民共和国民事诉讼法》第一百四十五条的规定，裁定如下")
     agreement = json.loads(row["gold_agreement"])
     assert agreement["header"] == 1.0 and agreement["procedure_record"] >= 0.9 and agreement["tail"] >= 0.9
