@@ -30,8 +30,21 @@ def _guides(args: argparse.Namespace):
     return guides_refresh(db=args.db, from_dir=args.from_dir, guide_ids=guide_ids, return_state=True)
 
 
+def _cn(args: argparse.Namespace):
+    from caseforge.flows.cn import cn_refresh
+    from caseforge.tasks.cn.select import TFIDF
+
+    if not args.from_dir and not args.doc_ids:
+        raise CommandFailed(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV); "
+                             "or --doc-ids FILE with CASEFORGE_WENSHU_COOKIES set for the site's API"])
+    return cn_refresh(db=args.db, from_dir=args.from_dir, doc_ids=args.doc_ids, filters=args.filters, select_n=args.select or 0,
+                      clusters=args.clusters, embedder=args.embedder or TFIDF, seed=args.seed, return_state=True)
+
+
 # source name -> function running its flow and returning the final Prefect state
-SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {"oyez": _oyez, "hudoc": _hudoc, "guides": _guides}
+SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {
+    "oyez": _oyez, "hudoc": _hudoc, "guides": _guides, "cn": _cn,
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--full", action="store_true", help="re-check every item, not only what the list says changed")
     parser.add_argument("--legacy-table", help="oyez: also import the Oyez-derived CSV that carries dispositions")
     parser.add_argument("--guides", help="guides: comma-separated guide ids to fetch (e.g. guide_art_2_eng)")
+    parser.add_argument("--doc-ids", help="cn: file of document ids to fetch with your own session (see tasks/cn/api.py)")
+    parser.add_argument("--filters", help="cn: JSON file overriding the CaseGen filter defaults")
+    parser.add_argument("--select", type=int, help="cn: pick this many representatives of the kept documents")
+    parser.add_argument("--clusters", type=int, default=10, help="cn: K-Means clusters for --select (default 10)")
+    parser.add_argument("--embedder", help="cn: 'tfidf-char' (default, offline) or 'sentence-transformers:<local model folder>'")
+    parser.add_argument("--seed", type=int, default=0, help="cn: seed of the embedding reduction and K-Means")
     add_db_option(parser)
     parser.set_defaults(handler=run)
 

@@ -1,0 +1,178 @@
+"""Chinese judgments stages: archive dump files, read records, parse, gate and load. No Prefect here."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pandas as pd
+
+from caseforge.archive import Payload, RawArchive
+from caseforge.gate import quarantine
+from caseforge.load import gate_and_load
+from caseforge.runs import StageReport
+from caseforge.tasks.cn.records import JudgmentRecord, RecordError, parse_record, read_dump, record_from_dict
+from caseforge.tasks.cn.text import DecodeError
+from caseforge.warehouse import run_sql
+
+log = logging.getLogger(__name__)
+
+SOURCE = "cn"
+TABLE = "cn_judgments"
+BATCH_SIZE = 500
+DUMP_SUFFIXES = (".jsonl", ".json", ".csv", ".txt", ".ndjson")
+COLUMNS = [
+    "doc_id", "source_format", "case_name", "case_no", "case_year", "court_code", "case_kind", "case_seq",
+    "court", "judgment_date", "doc_type", "case_type", "procedure", "simplified", "cause",
+    "header", "parties", "procedure_record", "claims", "defense", "evidence", "facts", "reasoning",
+    "judgment", "tail", "full_text", "complete", "gold_sections", "gold_agreement",
+    "content_sha256", "raw_key", "raw_sha256",
+]
+
+
+def dump_files(directory: Path) -> list[Path]:
+    """Dump files under a replay folder (JSONL/JSON/CSV and the old API's .txt scripts), sorted."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"--from-dir {directory} is not a folder")
+    return sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() in DUMP_SUFFIXES)
+
+
+def archive_file(archive: RawArchive, directory: Path, path: Path) -> Payload:
+    key = f"file/{path.relative_to(directory).as_posix()}"
+    payload, _ = archive.store_file(SOURCE, key, path)
+    return payload
+
+
+def records_of(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
+               report: StageReport) -> Iterator[JudgmentRecord]:
+    """Records of one archived dump; unreadable files and rows are quarantined with their reason."""
+    try:
+        rows = read_dump(payload.key, payload.body)
+    except (DecodeError, RecordError, ValueError) as exc:
+        _reject(con, run_id, report, payload, payload.key, f"unreadable dump: {exc}")
+        return
+    for index, row in enumerate(rows):
+        if isinstance(row, JudgmentRecord):
+            yield row
+            continue
+        try:
+            if not isinstance(row, dict):
+                raise RecordError(f"row is a {type(row).__name__}, not an object")
+            yield record_from_dict(row)
+        except RecordError as exc:
+            _reject(con, run_id, report, payload, f"{payload.key}#{index}", str(exc), row)
+
+
+def _reject(con, run_id, report, payload, key, reason, row=None) -> None:
+    report.add("quarantined")
+    report.fail(f"cn {key}: {reason}")
+    quarantine(con, run_id, TABLE, "parse", reason, source_key=key, raw_sha256=payload.sha256,
+               row_data=json.dumps(row, ensure_ascii=False, default=str)[:100_000] if row is not None else None)
+
+
+def content_sha(record: JudgmentRecord) -> str:
+    body = json.dumps([record.doc_id, record.full_text, record.meta, record.gold, record.source_format],
+                      ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[JudgmentRecord, Payload]],
+                report: StageReport) -> pd.DataFrame:
+    rows = []
+    for record, payload in items:
+        try:
+            row = parse_record(record)
+        except Exception as exc:  # a parser bug on one document must not lose the batch
+            _reject(con, run_id, report, payload, f"{payload.key}:{record.doc_id}", f"parse error: {exc!r}")
+            continue
+        row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
+        rows.append(row)
+    report.add("parsed", len(rows))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    duplicated = frame.duplicated("doc_id", keep="last")
+    if duplicated.any():
+        report.add("duplicates_in_batch", int(duplicated.sum()))
+        frame = frame[~duplicated]
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
+    if frame.empty:
+        return
+    outcome = gate_and_load(con, run_id, TABLE, frame, "cn/curate_cn_judgments.sql", key_column="doc_id",
+                            change_counts_sql="cn/change_counts.sql")
+    for name, value in outcome.changes.items():
+        report.add(name, value)
+    report.add("loaded", outcome.staged)
+    report.add("quarantined", outcome.quarantined)
+    for reason in outcome.reasons:
+        report.fail(reason)
+
+
+def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: RawArchive, directory: Path,
+                       paths: list[Path], report: StageReport,
+                       size: int = BATCH_SIZE) -> Iterator[list[tuple[JudgmentRecord, Payload]]]:
+    """Archive each file, then yield its records in batches (a batch never spans two files' failures)."""
+    batch: list[tuple[JudgmentRecord, Payload]] = []
+    for path in paths:
+        payload = archive_file(archive, directory, path)
+        report.add("files")
+        for record in records_of(con, run_id, payload, report):
+            report.add("records")
+            batch.append((record, payload))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def batches(items: list, size: int = BATCH_SIZE):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def section_coverage(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    result = run_sql(con, "cn/section_coverage.sql")
+    names = [d[0] for d in result.description]
+    return [dict(zip(names, row)) for row in result.fetchall()]
+
+
+def fetch_documents(client, con: duckdb.DuckDBPyConnection, run_id: int, doc_ids: list[str],
+                    report: StageReport) -> list[tuple[JudgmentRecord, Payload]]:
+    """Fetch documents by id through the user's session (tasks/cn/api.py); failures are quarantined."""
+    from caseforge.fetch import FetchError
+    from caseforge.tasks.cn.api import WenshuApiError, document_key
+
+    fetched = []
+    for doc_id in doc_ids:
+        try:
+            record, payload = client.fetch_document(doc_id)
+        except FetchError as exc:
+            report.add("fetch_failed")
+            report.fail(f"cn {doc_id}: fetch failed: {exc.reason}")
+            quarantine(con, run_id, TABLE, "fetch", exc.reason, source_key=document_key(doc_id))
+            continue
+        except (WenshuApiError, RecordError) as exc:
+            report.add("quarantined")
+            report.fail(f"cn {doc_id}: {exc}")
+            latest = client.fetcher.archive.latest(SOURCE, document_key(doc_id))
+            quarantine(con, run_id, TABLE, "parse", str(exc), source_key=document_key(doc_id),
+                       raw_sha256=latest.sha256 if latest else None)
+            continue
+        report.add("fetched")
+        fetched.append((record, payload))
+    return fetched
+
+
+def read_doc_ids(path: Path) -> list[str]:
+    """One document id per line; blank lines and #-comments ignored, duplicates dropped in order."""
+    ids = []
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        value = line.split("#", 1)[0].strip()
+        if value and value not in ids:
+            ids.append(value)
+    return ids

@@ -1,0 +1,239 @@
+"""Judgment records from bulk dumps (JSONL/JSON/CSV) and the site's own formats, parsed into rows.
+
+Accepted field names: generic (doc_id + full_text), the site's s-codes (s1 案件名称, s2 法院,
+s5 文书ID, s6 文书类型, s7 案号, s8 案件类型, s9 审判程序, s11 案由, s22–s28 sections,
+s31 裁判日期, qwContent HTML full text), the old API's content script (HTML with anchors
+WBSB…WBWB), and the research dumps in the samples: JuDGE (text_id, fd, text = gold fact part),
+CaseFormer (id, content + claim/fact/reason/result), CAIL2020 (id, sentence lists), CAIL2021
+(文书ID + 诉称段/辩称段/裁判分析过程段, sections only), CaseGen references (fact/reasoning/judgement).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from dataclasses import dataclass, field
+
+from caseforge.tasks.cn.accuracy import similarity
+from caseforge.tasks.cn.casenumber import (case_type_from_kind, last_cn_date, parse_case_number,
+                                           parse_cn_date, procedure_from_kind)
+from caseforge.tasks.cn.sections import SECTIONS, parse_sections
+from caseforge.tasks.cn.text import decode_bytes, normalise_text
+
+DOC_TYPE_CODES = {"01": "判决书", "02": "裁定书", "03": "调解书", "04": "决定书", "05": "通知书"}
+DOC_TYPES = ("判决书", "裁定书", "调解书", "决定书", "通知书", "支付令")
+CASE_TYPES = ("民事", "刑事", "行政", "执行", "国家赔偿")
+PROCEDURES = ("一审", "二审", "再审审查", "再审", "复核", "审判监督", "特别程序", "执行")
+GOLD_FIELDS = {  # dump field -> our section
+    "s22": "header", "s23": "procedure_record", "s25": "facts", "s26": "reasoning", "s27": "judgment",
+    "s28": "tail", "诉称段": "claims", "辩称段": "defense", "裁判分析过程段": "reasoning",
+}
+# CaseFormer's fields as the accuracy script maps them (tasks/cn/accuracy.py)
+CASEFORMER_GOLD = {"claim": "claims", "fact": "findings_part", "reason": "reasoning", "result": "judgment_items"}
+# gold names that are spans derived from the sections (ParsedJudgment properties), not sections
+DERIVED_SPANS = ("fact_part", "findings_part", "judgment_items", "judgment_to_end")
+OLD_API_ANCHORS = {"WBSB": "header", "DSRXX": "parties", "SSJL": "procedure_record",
+                   "AJJBQK": "fact_part", "CPYZ": "reasoning", "PJJG": "judgment", "WBWB": "tail"}
+_ANCHOR = re.compile(r"<a type='dir' name='(\w+)'></a>")
+_OLD_HTML = re.compile(r'var jsonHtmlData = "(.*?)";\s*\n', re.S)
+_OLD_CASEINFO = re.compile(r"JSON\.stringify\((\{.*?\})\);")
+SIMPLIFIED = (("小额诉讼", "小额诉讼"), ("速裁", "速裁"), ("简易程序", "简易程序"))
+_NOT_SIMPLIFIED = re.compile(r"转(?:为|入|换为)?普通程序")
+_CRIME = re.compile(r"犯([\u4e00-\u9fff、]{2,30}?罪)")
+_DISPUTE = re.compile(r"([\u4e00-\u9fff、]{2,14}?纠纷)")
+# common causes (案由) without 纠纷, longest first, to cut party names off "许胡生租赁合同纠纷"
+CAUSE_STEMS = sorted((
+    "民间借贷", "借款合同", "金融借款合同", "买卖合同", "租赁合同", "房屋租赁合同", "房屋买卖合同", "商品房买卖合同",
+    "侵权责任", "机动车交通事故责任", "劳动争议", "离婚", "建设工程施工合同", "物业服务合同", "保证合同", "追偿权",
+    "不当得利", "提供劳务者受害责任", "继承", "服务合同", "承揽合同", "运输合同", "股权转让", "信用卡",
+    "合伙协议", "土地承包经营权", "生命权、健康权、身体权", "名誉权", "委托合同", "债权转让", "装饰装修合同",
+    "产品责任", "医疗损害责任", "劳务合同", "劳动合同", "财产损害赔偿", "排除妨害", "确认合同效力", "同居关系",
+    "赡养", "抚养", "分家析产", "所有权确认", "保险合同", "财产保险合同", "人身保险合同", "定作合同", "借用合同",
+    "居间合同", "融资租赁合同", "储蓄存款合同", "网络服务合同", "电信服务合同", "建设工程合同", "民间委托理财合同"),
+    key=len, reverse=True)
+
+
+def _cause_from(text: str | None) -> str | None:
+    match = _DISPUTE.search(text or "")
+    if not match:
+        return None
+    found = match.group(1)
+    for stem in CAUSE_STEMS:
+        if found.endswith(stem + "纠纷"):
+            return stem + "纠纷"
+    return found.rsplit("、", 1)[-1]
+
+
+class RecordError(ValueError):
+    """A record without an id or without any text to parse."""
+
+
+@dataclass
+class JudgmentRecord:
+    doc_id: str
+    full_text: str
+    meta: dict = field(default_factory=dict)
+    gold: dict = field(default_factory=dict)
+    source_format: str = "generic"
+
+
+def _first(record: dict, *names: str):
+    for name in names:
+        value = record.get(name)
+        if value not in (None, "", []):
+            return value
+    return None
+
+
+def record_from_dict(record: dict) -> JudgmentRecord:
+    """Recognise a dump row's format and pull out id, full text, metadata and any gold sections."""
+    if "qwContent" in record or "s5" in record:
+        fmt = "wenshu_api"
+        text = record.get("qwContent") or "\n".join(
+            str(record[k]) for k in ("s22", "s23", "s25", "s26", "s27", "s28") if record.get(k))
+        doc_id = record.get("s5")
+        gold = {GOLD_FIELDS[k]: record[k] for k in ("s22", "s23", "s25", "s26", "s27", "s28") if record.get(k)}
+        meta = {"case_name": record.get("s1"), "court": record.get("s2"), "case_no": record.get("s7"),
+                "doc_type": DOC_TYPE_CODES.get(str(record.get("s6") or "")), "case_type": record.get("s8"),
+                "procedure": record.get("s9"), "judgment_date": record.get("s31"),
+                "cause": "、".join(record["s11"]) if isinstance(record.get("s11"), list) else record.get("s11")}
+    elif "fd" in record:
+        fmt, text, doc_id = "judge", record["fd"], record.get("text_id")
+        gold = {"fact_part": record["text"]} if record.get("text") else {}
+        meta = {"cited_articles": record.get("la")}
+    elif "content" in record:
+        fmt, text, doc_id = "caseformer", record["content"], record.get("id")
+        gold = {name: record[k] for k, name in CASEFORMER_GOLD.items() if record.get(k)}
+        meta = {"doc_type": record.get("type"), "case_no": record.get("id"), "program": record.get("program")}
+    elif isinstance(record.get("text"), list):
+        fmt, doc_id = "cail2020", record.get("id")
+        text = "\n".join(s.get("sentence", "") if isinstance(s, dict) else str(s) for s in record["text"])
+        gold, meta = {}, {"summary": record.get("summary")}
+    elif "诉称段" in record or "文书ID" in record:
+        fmt, doc_id = "cail2021", record.get("文书ID")
+        text = "\n".join(record.get(k) or "" for k in ("诉称段", "辩称段", "裁判分析过程段"))
+        gold = {GOLD_FIELDS[k]: record[k] for k in ("诉称段", "辩称段", "裁判分析过程段") if record.get(k)}
+        meta = {"sections_only": True}
+    elif "judgement" in record and "fact" in record:
+        fmt = "casegen"
+        doc_id = f"casegen-{record.get('id')}"
+        text = "\n".join(record.get(k) or "" for k in ("fact", "reasoning", "judgement"))
+        gold = {"facts": record["fact"], "reasoning": record.get("reasoning"), "judgment_to_end": record.get("judgement")}
+        meta = {"sections_only": True}
+    else:
+        fmt = "generic"
+        text = _first(record, "full_text", "fullText", "qw", "text", "content", "全文")
+        doc_id = _first(record, "doc_id", "docId", "id", "文书ID")
+        gold = {name: record[f"gold_{name}"] for name in SECTIONS if record.get(f"gold_{name}")}
+        meta = {k: record.get(k) for k in ("case_name", "court", "case_no", "doc_type", "case_type",
+                                           "procedure", "judgment_date", "cause")}
+    if not text or not str(text).strip():
+        raise RecordError(f"{fmt} record {doc_id or '?'} has no full text")
+    if doc_id in (None, ""):
+        doc_id = "sha1-" + hashlib.sha1(str(text).encode("utf-8")).hexdigest()[:20]
+    return JudgmentRecord(str(doc_id), str(text), {k: v for k, v in meta.items() if v not in (None, "")},
+                          {k: v for k, v in gold.items() if v}, fmt)
+
+
+def parse_old_api(body: str) -> JudgmentRecord:
+    """The old API's content script: caseinfo JSON + HTML whose anchors mark the sections."""
+    html_match = _OLD_HTML.search(body)
+    if not html_match:
+        raise RecordError("old API content without jsonHtmlData")
+    payload = json.loads(html_match.group(1).encode("utf-8").decode("unicode_escape").encode("latin-1").decode("utf-8")
+                         if "\\u" in html_match.group(1) else json.loads(f'"{html_match.group(1)}"'))
+    html = payload["Html"].replace("01lydyh01", "'")
+    info_match = _OLD_CASEINFO.search(body)
+    info = json.loads(info_match.group(1)) if info_match else {}
+    pieces = _ANCHOR.split(html)
+    gold: dict[str, str] = {}
+    for name, chunk in zip(pieces[1::2], pieces[2::2]):
+        section = OLD_API_ANCHORS.get(name)
+        text = normalise_text(chunk)
+        if section and text:
+            gold[section] = (gold.get(section, "") + "\n" + text).strip()
+    doc_id = info.get("文书ID") or hashlib.sha1(html.encode("utf-8")).hexdigest()[:20]
+    meta = {"case_name": info.get("案件名称") or payload.get("Title"), "court": info.get("法院名称"),
+            "case_no": None if info.get("案号") in (None, "无") else info.get("案号"),
+            "judgment_date": info.get("裁判日期")}
+    return JudgmentRecord(str(doc_id), html, {k: v for k, v in meta.items() if v}, gold, "wenshu_old_api")
+
+
+def read_dump(name: str, raw: bytes) -> list[dict | JudgmentRecord]:
+    """Rows of one dump file (any supported encoding): dicts for JSON/JSONL/CSV, a record for old API scripts."""
+    text = decode_bytes(raw)
+    lower = name.lower()
+    if "jsonHtmlData" in text:
+        return [parse_old_api(text)]
+    if lower.endswith(".csv"):
+        return list(csv.DictReader(io.StringIO(text)))
+    stripped = text.lstrip()
+    if lower.endswith(".json") or stripped.startswith("["):
+        data = json.loads(stripped)
+        if isinstance(data, dict):
+            data = data.get("result") or data.get("data") or [data]
+            data = data if isinstance(data, list) else [data]
+        return data
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _pick(options: tuple[str, ...], *texts: str | None) -> str | None:
+    for text in texts:
+        if text:
+            for option in options:
+                if option in text:
+                    return option
+    return None
+
+
+def parse_record(record: JudgmentRecord) -> dict:
+    """One curated.cn_judgments row (a pure function)."""
+    text = normalise_text(record.full_text)
+    parsed = parse_sections(text)
+    sec = parsed.sections
+    meta = record.meta
+    header = sec["header"] or text[:200]
+    number = parse_case_number(meta.get("case_no")) or parse_case_number(header)
+    kind = number.kind if number else None
+    procedure_text = sec["procedure_record"] or ""
+    simplified = None
+    if not _NOT_SIMPLIFIED.search(procedure_text):
+        simplified = next((label for key, label in SIMPLIFIED if key in procedure_text), None)
+    case_type = _pick(CASE_TYPES, meta.get("case_type"), header, meta.get("program"), meta.get("case_name")) \
+        or case_type_from_kind(kind)
+    cause = meta.get("cause")
+    if not cause:
+        crime = _CRIME.search(procedure_text or text[:1500])
+        dispute = _cause_from(meta.get("case_name")) or _cause_from(procedure_text)
+        cause = crime.group(1) if case_type == "刑事" and crime else dispute
+    date = parse_cn_date(str(meta["judgment_date"])) if meta.get("judgment_date") else last_cn_date(sec["tail"])
+    doc_type = _pick(DOC_TYPES, meta.get("doc_type"), header, meta.get("case_name"))
+    # a ruling (裁定书, e.g. on a withdrawal) may lack claims and findings; a judgment may not
+    body_ok = bool(sec["claims"] or sec["facts"] or sec["evidence"]) or doc_type in ("裁定书", "决定书")
+    complete = bool(sec["header"] and (sec["parties"] or sec["procedure_record"]) and body_ok
+                    and sec["reasoning"] and sec["judgment"] and sec["tail"])
+    agreement = {}
+    for name, gold_text in record.gold.items():
+        found = getattr(parsed, name) if name in DERIVED_SPANS else sec.get(name)
+        agreement[name] = round(similarity(found, gold_text), 4)
+    court = meta.get("court")
+    if not court:
+        match = re.search(r"[\u4e00-\u9fff]{2,30}?法院", header)
+        court = match.group(0).rsplit("书", 1)[-1] if match else None
+    return {
+        "doc_id": record.doc_id, "source_format": record.source_format,
+        "case_name": meta.get("case_name"), "case_no": number.text if number else meta.get("case_no"),
+        "case_year": number.year if number else None, "court_code": number.court_code if number else None,
+        "case_kind": kind, "case_seq": number.seq if number else None, "court": court,
+        "judgment_date": date, "doc_type": doc_type,
+        "case_type": case_type,
+        "procedure": _pick(PROCEDURES, meta.get("procedure"), meta.get("program"), meta.get("case_name"))
+        or procedure_from_kind(kind),
+        "simplified": simplified, "cause": cause,
+        **{name: sec[name] for name in SECTIONS},
+        "full_text": text, "complete": complete,
+        "gold_sections": json.dumps(record.gold, ensure_ascii=False) if record.gold else None,
+        "gold_agreement": json.dumps(agreement, ensure_ascii=False) if agreement else None,
+    }
