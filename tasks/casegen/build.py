@@ -31,8 +31,9 @@ def select_source_rows(con: duckdb.DuckDBPyConnection, limit: int | None) -> pd.
         raise SourceTableMissing(
             "curated.cn_judgments does not exist in this warehouse: ingest Chinese judgments first, "
             "or build from a CaseGen-format file with --from-file")
-    with_reps = table_exists(con, "curated", "cn_representatives")
-    return run_sql(con, "casegen/select_sources.sql", {"with_representatives": with_reps, "limit": limit}).df()
+    statement = ("casegen/select_representative_sources.sql" if table_exists(con, "curated", "cn_representatives")
+                 else "casegen/select_sources.sql")
+    return run_sql(con, statement, {"limit": limit}).df()
 
 
 def read_jsonl_records(con, run_id: int | None, path: Path, report: StageReport, limit: int | None = None

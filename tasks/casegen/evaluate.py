@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,18 @@ class EvalConfig:
     max_new_tokens: int = 1024
     judge_max_input_chars: int = 6000   # the judge sees the (cut) model input too
     judge_max_new_tokens: int = 1024
+
+
+@contextmanager
+def one_transaction(con: duckdb.DuckDBPyConnection):
+    """Write a stage's rows together: faster than one commit per row, and all or nothing."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def load_items(con: duckdb.DuckDBPyConnection, task: str | None, limit: int | None) -> list[dict]:
@@ -62,6 +75,11 @@ def run_generation(con, run_id: int | None, backend, items: list[dict], config: 
     result = run_text_job(con, GENERATE_STEP, backend, requests)
     for name, n in result.counts(f"generate_{backend.model}").items():
         report.add(name, n)
+    with one_transaction(con):
+        _record_generations(con, run_id, backend, items, cuts, result, report)
+
+
+def _record_generations(con, run_id, backend, items, cuts, result, report) -> None:
     for item in items:
         key, cut = item["item_id"], cuts[item["item_id"]]
         failed = result.failures.get(key)
@@ -93,6 +111,11 @@ def run_judging(con, run_id: int | None, judge_backend, generations: list[dict],
     result = run_text_job(con, JUDGE_STEP, judge_backend, requests)
     for name, n in result.counts("judge").items():
         report.add(name, n)
+    with one_transaction(con):
+        _record_judgements(con, run_id, judge_backend, generations, result, report)
+
+
+def _record_judgements(con, run_id, judge_backend, generations, result, report) -> None:
     for g in generations:
         key = f"{g['item_id']}|{g['model']}"
         common = {"item_id": g["item_id"], "model": g["model"], "judge_model": judge_backend.model, "task": g["task"],
@@ -114,6 +137,13 @@ def run_judging(con, run_id: int | None, judge_backend, generations: list[dict],
 
 def run_metrics(con, run_id: int | None, generations: list[dict], bert_scorer, bert_skip_reason: str | None,
                 report: StageReport) -> None:
+    with one_transaction(con):
+        _score_generations(con, run_id, generations, bert_scorer, bert_skip_reason, report)
+    if bert_scorer is None and generations:
+        report.add("bertscore_skipped", len(generations))
+
+
+def _score_generations(con, run_id, generations, bert_scorer, bert_skip_reason, report) -> None:
     for g in generations:
         ref, out = g["reference"], g["output"]
         values: dict[str, float | None] = {
@@ -134,8 +164,6 @@ def run_metrics(con, run_id: int | None, generations: list[dict], bert_scorer, b
                 "item_id": g["item_id"], "model": g["model"], "task": g["task"], "metric": metric, "value": value,
                 "status": "ok" if value is not None else "skipped", "reason": reasons.get(metric), "run_id": run_id})
         report.add("metrics_scored")
-    if bert_scorer is None and generations:
-        report.add("bertscore_skipped", len(generations))
 
 
 # ---------------------------------------------------------------- agreement with human scores
