@@ -98,11 +98,17 @@ def rouge_l(reference: str, candidate: str, level: str = "char") -> PRF:
     return _prf(lcs_length(ref, cand), len(cand), len(ref))
 
 
-def rouge_l_compat(reference: str, candidate: str) -> PRF:
-    """What the original code got: rouge_score.RougeScorer(['rougeL']) with its default tokenizer."""
+@lru_cache(maxsize=1)
+def _compat_scorer():
     from rouge_score import rouge_scorer
 
-    score = rouge_scorer.RougeScorer(["rougeL"]).score(reference, candidate)["rougeL"]
+    logging.getLogger("absl").setLevel(logging.WARNING)
+    return rouge_scorer.RougeScorer(["rougeL"])
+
+
+def rouge_l_compat(reference: str, candidate: str) -> PRF:
+    """What the original code got: rouge_score.RougeScorer(['rougeL']) with its default tokenizer."""
+    score = _compat_scorer().score(reference, candidate)["rougeL"]
     return PRF(score.precision, score.recall, score.fmeasure)
 
 

@@ -31,3 +31,35 @@ def test_reference_records_build_only_the_judgment_task(samples_dir):
     first = next(i for i in items if i.doc_id == "0")
     assert first.inputs["facts"].startswith("经审理查明：2007年3月5日，经招投标")
     assert first.reference == records[0]["judgement"].strip()
+
+
+@pytest.mark.samples
+def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples_dir, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    import duckdb
+
+    from caseforge.config import settings
+    from caseforge.tasks.casegen import pipeline
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    spec = importlib.util.spec_from_file_location("casegen_scripted_double", fixtures / "casegen" / "scripted_double.py")
+    double = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(double)
+    config = settings(tmp_path / "warehouse.duckdb")
+    source = samples_dir / "cn" / "casegen_reference_sections.jsonl"
+    built = pipeline.run_build(config, from_file=str(source), limit=double.SAMPLE_DOCS)
+    assert built.counts["items_judgment"] == 2 and built.counts["skipped_defense"] == 2
+    params = pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
+                                 judge_model=double.JUDGE, out_dir=str(tmp_path / "reports"))
+    report, _ = pipeline.run_eval(config, params)
+    assert report.ok, report.failures
+    assert report.counts["judge_ok"] == 2
+    con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+    rows = con.execute("SELECT i.doc_id, m.metric, m.value FROM eval.casegen_metrics m JOIN curated.casegen_items i "
+                       "USING (item_id) WHERE m.metric LIKE 'rougeL%' ORDER BY 1, 2").fetchall()
+    con.close()
+    assert {r[0] for r in rows} == {"0", "2"}
+    char_scores = [v for _, metric, v in rows if metric == "rougeL_char_f1"]
+    assert all(0 < v < 1 for v in char_scores)
