@@ -183,3 +183,36 @@ def test_same_family_judge_is_refused(db_path, tmp_path):
                                  judge_model="qwen2.5-72b", out_dir=str(tmp_path))
     with pytest.raises(SameFamilyJudge):
         pipeline.run_eval(settings(db_path), params)
+
+
+def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_path, monkeypatch, scripted):
+    from caseforge.llm.types import Completion
+
+    original = double.ScriptedCaseGenBackendDouble._answer
+
+    def flaky_answer(self, request):
+        if request.template_id.endswith("generate_defense.j2"):
+            return ""                                        # an empty draft
+        return original(self, request)
+
+    def flaky_batch(self, requests):
+        out = []
+        for request in requests:
+            if request.template_id.endswith("judge_facts.j2"):
+                out.append(Completion(text=None, error="HTTP 500 from judge server"))
+            else:
+                out.append(Completion(text=flaky_answer(self, request)))
+        return out
+
+    monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "complete_batch", flaky_batch)
+    config = built(db_path)
+    params = pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                 out_dir=str(tmp_path / "reports"))
+    report, _ = pipeline.run_eval(config, params)
+    assert not report.ok
+    assert sum("generation" in f and "empty output" in f for f in report.failures) == 3
+    assert query(db_path, "SELECT task, status, error FROM eval.casegen_generations WHERE status = 'failed' "
+                          "GROUP BY ALL") == [("defense", "failed", "empty output")]
+    judged = query(db_path, "SELECT status, reason FROM eval.casegen_judgements WHERE task = 'facts' GROUP BY ALL")
+    assert judged == [("judge_failed", "judge call failed: HTTP 500 from judge server")]
+    assert query(db_path, "SELECT count(*) FROM eval.casegen_judgements WHERE task = 'defense'") == [(0,)]
