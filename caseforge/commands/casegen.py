@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--task", choices=TASK_CHOICES, help="one task only")
     ev.add_argument("--limit", type=int, help="at most this many items per task")
     ev.add_argument("--max-input-chars", type=int, default=8000, help="input budget; longer inputs are cut from the middle")
+    ev.add_argument("--max-input-tokens", type=int, help="input budget in tokens instead (needs --tokenizer)")
+    ev.add_argument("--tokenizer", help="LOCAL tokenizer folder that counts --max-input-tokens")
     ev.add_argument("--max-new-tokens", type=int, default=1024)
     ev.add_argument("--bert-model", help="LOCAL folder of a Chinese BERT for BERTScore (never downloaded); omit to skip")
     ev.add_argument("--human-scores", help="CSV/JSONL of item_id, model, score: report agreement with people")
@@ -65,7 +67,9 @@ def eval_params(args: argparse.Namespace):
     return EvalParams(models=args.model, llm=args.llm, judge_model=judge_model, judge_llm=args.judge_llm,
                       replay_file=args.replay_file, judge_replay_file=args.judge_replay_file, task=args.task,
                       limit=args.limit, config=EvalConfig(max_input_chars=args.max_input_chars,
-                                                          max_new_tokens=args.max_new_tokens),
+                                                          max_new_tokens=args.max_new_tokens,
+                                                          max_input_tokens=args.max_input_tokens,
+                                                          tokenizer_path=args.tokenizer),
                       bert_model=args.bert_model, human_scores=args.human_scores, out_dir=args.out_dir,
                       allow_same_family=args.allow_same_family)
 

@@ -34,8 +34,9 @@ CREATE TABLE IF NOT EXISTS eval.casegen_generations (
     task                 VARCHAR NOT NULL,
     request_identity     VARCHAR NOT NULL,     -- ops.llm_calls.identity
     input_cut            BOOLEAN NOT NULL,     -- input cut from the middle to fit the budget
-    input_chars          INTEGER NOT NULL,
-    input_chars_kept     INTEGER NOT NULL,
+    input_unit           VARCHAR NOT NULL,     -- chars | tokens (of the configured local tokenizer)
+    input_length         INTEGER NOT NULL,
+    input_length_kept    INTEGER NOT NULL,
     output_text          VARCHAR,
     status               VARCHAR NOT NULL,     -- ok | failed
     error                VARCHAR,

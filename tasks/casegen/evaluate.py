@@ -29,6 +29,20 @@ class EvalConfig:
     max_new_tokens: int = 1024
     judge_max_input_chars: int = 6000   # the judge sees the (cut) model input too
     judge_max_new_tokens: int = 1024
+    max_input_tokens: int | None = None  # a token budget instead, counted by the tokenizer below
+    tokenizer_path: str | None = None    # LOCAL tokenizer folder of the evaluated model (never downloaded)
+
+
+def input_measure(config: EvalConfig):
+    """(budget, measure): characters by default; tokens of a local tokenizer when one is configured."""
+    if config.max_input_tokens is None:
+        return config.max_input_chars, len
+    if not config.tokenizer_path or not Path(config.tokenizer_path).is_dir():
+        raise FileNotFoundError(f"a token budget needs a local tokenizer folder; not found: {config.tokenizer_path}")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path, local_files_only=True)
+    return config.max_input_tokens, lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
 @contextmanager
@@ -61,8 +75,9 @@ def case_input_text(task: str, inputs: dict) -> str:
 def generation_requests(items: list[dict], config: EvalConfig):
     requests, cuts = [], {}
     params = SamplingParams(temperature=0.0, max_tokens=config.max_new_tokens)
+    budget, measure = input_measure(config)
     for item in items:
-        cut = cut_middle(case_input_text(item["task"], item["inputs"]), config.max_input_chars)
+        cut = cut_middle(case_input_text(item["task"], item["inputs"]), budget, measure)
         cuts[item["item_id"]] = cut
         requests.append(request_from_template(item["item_id"], f"casegen/generate_{item['task']}.j2", params=params,
                                               case_input=cut.text))
@@ -72,14 +87,15 @@ def generation_requests(items: list[dict], config: EvalConfig):
 def run_generation(con, run_id: int | None, backend, items: list[dict], config: EvalConfig,
                    report: StageReport) -> None:
     requests, cuts = generation_requests(items, config)
+    unit = "chars" if config.max_input_tokens is None else "tokens"
     result = run_text_job(con, GENERATE_STEP, backend, requests)
     for name, n in result.counts(f"generate_{backend.model}").items():
         report.add(name, n)
     with one_transaction(con):
-        _record_generations(con, run_id, backend, items, cuts, result, report)
+        _record_generations(con, run_id, backend, items, cuts, unit, result, report)
 
 
-def _record_generations(con, run_id, backend, items, cuts, result, report) -> None:
+def _record_generations(con, run_id, backend, items, cuts, unit, result, report) -> None:
     for item in items:
         key, cut = item["item_id"], cuts[item["item_id"]]
         failed = result.failures.get(key)
@@ -88,8 +104,8 @@ def _record_generations(con, run_id, backend, items, cuts, result, report) -> No
         report.add("inputs_cut", int(cut.cut))
         run_sql(con, "casegen/upsert_generation.sql", {
             "item_id": key, "model": backend.model, "backend": backend.name, "task": item["task"],
-            "request_identity": result.identities[key], "input_cut": cut.cut, "input_chars": cut.original_length,
-            "input_chars_kept": cut.kept_length, "output_text": result.texts.get(key),
+            "request_identity": result.identities[key], "input_cut": cut.cut, "input_unit": unit,
+            "input_length": cut.original_length, "input_length_kept": cut.kept_length, "output_text": result.texts.get(key),
             "status": "ok" if key in result.texts else "failed", "error": failed, "run_id": run_id})
 
 

@@ -216,3 +216,32 @@ def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_pa
     judged = query(db_path, "SELECT status, reason FROM eval.casegen_judgements WHERE task = 'facts' GROUP BY ALL")
     assert judged == [("judge_failed", "judge call failed: HTTP 500 from judge server")]
     assert query(db_path, "SELECT count(*) FROM eval.casegen_judgements WHERE task = 'defense'") == [(0,)]
+
+
+def test_over_long_inputs_are_cut_from_the_middle_and_marked(db_path, tmp_path, scripted):
+    from caseforge.tasks.casegen.evaluate import EvalConfig, case_input_text
+    from caseforge.tasks.casegen.truncate import CUT_MARK
+
+    config = built(db_path)
+    params = pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=None, task="facts",
+                                 config=EvalConfig(max_input_chars=120), out_dir=str(tmp_path / "reports"))
+    report, _ = pipeline.run_eval(config, params)
+    assert report.counts["inputs_cut"] == 3
+    rows = query(db_path, "SELECT g.input_unit, g.input_length, g.input_length_kept, c.request, i.inputs FROM "
+                          "eval.casegen_generations g JOIN ops.llm_calls c ON c.identity = g.request_identity "
+                          "JOIN curated.casegen_items i USING (item_id)")
+    assert len(rows) == 3
+    for unit, length, kept, request, inputs in rows:
+        full = case_input_text("facts", json.loads(inputs))
+        prompt = json.loads(request)["messages"][-1]["content"]
+        assert unit == "chars" and length == len(full) > 120 and kept == 120
+        # head and tail kept, the middle gone, the cut marked
+        assert full[:60] + CUT_MARK + full[-60:] in prompt
+        assert full[60:-60] not in prompt
+
+
+def test_a_token_budget_needs_a_local_tokenizer(db_path, tmp_path):
+    from caseforge.tasks.casegen.evaluate import EvalConfig, input_measure
+
+    with pytest.raises(FileNotFoundError, match="local tokenizer folder"):
+        input_measure(EvalConfig(max_input_tokens=100, tokenizer_path=str(tmp_path / "absent")))
