@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--out-dir", default="data/reports/casegen", help="where the leaderboard and plots go")
     ev.add_argument("--allow-same-family", action="store_true", help="let a judge of the judged model's family judge")
     ev.add_argument("--skip-judge", action="store_true", help="reference metrics only, no judge")
+    ev.add_argument("--no-plots", action="store_true", help="leaderboard files only, no PNG plots")
     add_db_option(ev)
     ev.set_defaults(handler=run_eval)
 
@@ -71,7 +72,7 @@ def eval_params(args: argparse.Namespace):
                                                           max_input_tokens=args.max_input_tokens,
                                                           tokenizer_path=args.tokenizer),
                       bert_model=args.bert_model, human_scores=args.human_scores, out_dir=args.out_dir,
-                      allow_same_family=args.allow_same_family)
+                      allow_same_family=args.allow_same_family, plots=not args.no_plots)
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from caseforge.gate import quarantine
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.items import Skipped, TaskItem, build_items
+from caseforge.tasks.casegen.store import upsert_rows
 from caseforge.warehouse import run_sql
 
 TABLE = "casegen_items"
@@ -80,10 +81,12 @@ def items_frame(items: list[TaskItem]) -> pd.DataFrame:
 
 
 def record_skips(con, run_id: int | None, source: str, skipped: list[Skipped], report: StageReport) -> None:
+    rows = []
     for skip in skipped:
-        run_sql(con, "casegen/record_skip.sql", {"source": source, "doc_id": skip.doc_id, "task": skip.task,
-                                                 "reason": skip.reason, "run_id": run_id})
+        rows.append({"source": source, "doc_id": skip.doc_id, "task": skip.task, "reason": skip.reason,
+                     "run_id": run_id})
         report.add(f"skipped_{skip.task if skip.task != '*' else 'record'}")
+    upsert_rows(con, "casegen/record_skip.sql", rows)
 
 
 def build_and_load(con, run_id: int | None, records, source: str, report: StageReport) -> list[TaskItem]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from caseforge.runs import StageReport
 from caseforge.tasks.casegen import metrics
 from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
 from caseforge.tasks.casegen.judge import read_judge_reply
+from caseforge.tasks.casegen.store import upsert_rows
 from caseforge.tasks.casegen.text_job import run_text_job
 from caseforge.tasks.casegen.truncate import cut_middle
 from caseforge.warehouse import run_sql
@@ -43,18 +43,6 @@ def input_measure(config: EvalConfig):
 
     tokenizer = AutoTokenizer.from_pretrained(config.tokenizer_path, local_files_only=True)
     return config.max_input_tokens, lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-
-
-@contextmanager
-def one_transaction(con: duckdb.DuckDBPyConnection):
-    """Write a stage's rows together: faster than one commit per row, and all or nothing."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def load_items(con: duckdb.DuckDBPyConnection, task: str | None, limit: int | None) -> list[dict]:
@@ -91,22 +79,19 @@ def run_generation(con, run_id: int | None, backend, items: list[dict], config: 
     result = run_text_job(con, GENERATE_STEP, backend, requests)
     for name, n in result.counts(f"generate_{backend.model}").items():
         report.add(name, n)
-    with one_transaction(con):
-        _record_generations(con, run_id, backend, items, cuts, unit, result, report)
-
-
-def _record_generations(con, run_id, backend, items, cuts, unit, result, report) -> None:
+    rows = []
     for item in items:
         key, cut = item["item_id"], cuts[item["item_id"]]
         failed = result.failures.get(key)
         if failed:
             report.fail(f"generation {backend.model} {key}: {failed}")
         report.add("inputs_cut", int(cut.cut))
-        run_sql(con, "casegen/upsert_generation.sql", {
+        rows.append({
             "item_id": key, "model": backend.model, "backend": backend.name, "task": item["task"],
             "request_identity": result.identities[key], "input_cut": cut.cut, "input_unit": unit,
             "input_length": cut.original_length, "input_length_kept": cut.kept_length, "output_text": result.texts.get(key),
             "status": "ok" if key in result.texts else "failed", "error": failed, "run_id": run_id})
+    upsert_rows(con, "casegen/upsert_generation.sql", rows)
 
 
 def generations_to_score(con, models: list[str]) -> list[dict]:
@@ -127,11 +112,7 @@ def run_judging(con, run_id: int | None, judge_backend, generations: list[dict],
     result = run_text_job(con, JUDGE_STEP, judge_backend, requests)
     for name, n in result.counts("judge").items():
         report.add(name, n)
-    with one_transaction(con):
-        _record_judgements(con, run_id, judge_backend, generations, result, report)
-
-
-def _record_judgements(con, run_id, judge_backend, generations, result, report) -> None:
+    rows = []
     for g in generations:
         key = f"{g['item_id']}|{g['model']}"
         common = {"item_id": g["item_id"], "model": g["model"], "judge_model": judge_backend.model, "task": g["task"],
@@ -139,27 +120,20 @@ def _record_judgements(con, run_id, judge_backend, generations, result, report) 
         if key not in result.texts:
             reason = f"judge call failed: {result.failures.get(key)}"
             report.fail(f"judge {key}: {result.failures.get(key)}")
-            run_sql(con, "casegen/upsert_judgement.sql", {**common, "dimension": "overall", "score": None,
-                                                          "status": "judge_failed", "reason": reason,
-                                                          "reply_format": None})
+            rows.append({**common, "dimension": "overall", "score": None, "status": "judge_failed",
+                         "reason": reason, "reply_format": None})
             continue
         reading = read_judge_reply(result.texts[key], g["task"])
         for score in reading.scores:
             report.add(f"judge_scores_{score.status}")
-            run_sql(con, "casegen/upsert_judgement.sql", {**common, "dimension": score.dimension, "score": score.score,
-                                                          "status": score.status, "reason": score.reason,
-                                                          "reply_format": reading.fmt})
+            rows.append({**common, "dimension": score.dimension, "score": score.score, "status": score.status,
+                         "reason": score.reason, "reply_format": reading.fmt})
+    upsert_rows(con, "casegen/upsert_judgement.sql", rows)
 
 
 def run_metrics(con, run_id: int | None, generations: list[dict], bert_scorer, bert_skip_reason: str | None,
                 report: StageReport) -> None:
-    with one_transaction(con):
-        _score_generations(con, run_id, generations, bert_scorer, bert_skip_reason, report)
-    if bert_scorer is None and generations:
-        report.add("bertscore_skipped", len(generations))
-
-
-def _score_generations(con, run_id, generations, bert_scorer, bert_skip_reason, report) -> None:
+    rows = []
     for g in generations:
         ref, out = g["reference"], g["output"]
         values: dict[str, float | None] = {
@@ -176,10 +150,13 @@ def _score_generations(con, run_id, generations, bert_scorer, bert_skip_reason, 
             values["bertscore_f1"] = None
             reasons["bertscore_f1"] = bert_skip_reason
         for metric, value in values.items():
-            run_sql(con, "casegen/upsert_metric.sql", {
+            rows.append({
                 "item_id": g["item_id"], "model": g["model"], "task": g["task"], "metric": metric, "value": value,
                 "status": "ok" if value is not None else "skipped", "reason": reasons.get(metric), "run_id": run_id})
         report.add("metrics_scored")
+    upsert_rows(con, "casegen/upsert_metric.sql", rows)
+    if bert_scorer is None and generations:
+        report.add("bertscore_skipped", len(generations))
 
 
 # ---------------------------------------------------------------- agreement with human scores

@@ -65,6 +65,7 @@ class EvalParams:
     human_scores: str | None = None
     out_dir: str = "data/reports/casegen"
     allow_same_family: bool = False
+    plots: bool = True
     backend_options: dict = field(default_factory=dict)
 
 
@@ -98,7 +99,8 @@ def report_step(session: RunSession, params: EvalParams, notes: list[str]) -> di
                          f"{avg['pearson']:.3f}, Spearman {avg['spearman']:.3f} (n={avg['n']})")
     markdown = reporting.markdown_tables(wide, notes)
     paths = reporting.export(wide, markdown, out_dir)
-    paths += reporting.plot_score_distributions(session.con, params.models, out_dir)
+    if params.plots:
+        paths += reporting.plot_score_distributions(session.con, params.models, out_dir)
     session.report.add("report_files", len(paths))
     return {"markdown": markdown, "files": [str(p) for p in paths], "agreement": agreement}
 
