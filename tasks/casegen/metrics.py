@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-COMPAT_LABEL = "rougeL_compat_ascii_only (original code's tokenizer; Chinese text scores ~0)"
+COMPAT_LABEL = ("rougeL_compat_ascii_only (the original code's tokenizer: Chinese characters are dropped, "
+                "only ASCII letters and numbers are compared)")
 
 _ASCII_RUN = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
 
