@@ -1,0 +1,27 @@
+"""A real small model (SmolLM2 GGUF through llama.cpp) drafting one judgment item; skipped without one."""
+import os
+from pathlib import Path
+
+import pytest
+
+from caseforge.config import settings
+from caseforge.tasks.casegen import pipeline
+from caseforge.tasks.casegen.evaluate import EvalConfig
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "casegen" / "full_cases.jsonl"
+
+
+@pytest.mark.slow
+def test_smollm_drafts_a_judgment_item(db_path, tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    model_path = os.environ.get("CASEFORGE_SMOLLM_GGUF")
+    if not model_path or not Path(model_path).exists():
+        pytest.skip("set CASEFORGE_SMOLLM_GGUF to a local SmolLM2 GGUF file")
+    config = settings(db_path)
+    pipeline.run_build(config, from_file=str(FIXTURE), limit=1)
+    params = pipeline.EvalParams(models=[model_path], llm="llamacpp", judge_model=None, task="judgment", limit=1,
+                                 config=EvalConfig(max_input_chars=1500, max_new_tokens=128),
+                                 out_dir=str(tmp_path / "reports"))
+    report, _ = pipeline.run_eval(config, params)
+    assert report.counts[f"generate_{model_path}_ok"] == 1, report.failures
+    assert report.counts["metrics_scored"] == 1
