@@ -27,14 +27,19 @@ def table_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool
 
 
 def select_source_rows(con: duckdb.DuckDBPyConnection, limit: int | None) -> pd.DataFrame:
-    """Gold sections from curated.cn_judgments (representatives only, when that table exists)."""
+    """Gold sections from curated.cn_judgments (the latest representative selection, when there is one)."""
     if not table_exists(con, "curated", "cn_judgments"):
         raise SourceTableMissing(
             "curated.cn_judgments does not exist in this warehouse: ingest Chinese judgments first, "
             "or build from a CaseGen-format file with --from-file")
-    statement = ("casegen/select_representative_sources.sql" if table_exists(con, "curated", "cn_representatives")
-                 else "casegen/select_sources.sql")
-    return run_sql(con, statement, {"limit": limit}).df()
+    has_selection = run_sql(con, "casegen/count_representatives.sql").fetchone()[0] > 0
+    statement = "casegen/select_representative_sources.sql" if has_selection else "casegen/select_sources.sql"
+    rows = run_sql(con, statement, {"limit": limit}).df()
+    if rows.empty:
+        raise SourceTableMissing(
+            "curated.cn_judgments holds no complete ordinary-procedure judgment: run `caseforge ingest cn "
+            "--from-dir DIR` first, or build from a CaseGen-format file with --from-file")
+    return rows
 
 
 def read_jsonl_records(con, run_id: int | None, path: Path, report: StageReport, limit: int | None = None

@@ -89,26 +89,26 @@ def test_skipped_tasks_are_recorded_with_reasons(db_path, tmp_path):
     assert rows[2][1] == "missing gold section(s): claims, defense"
 
 
-def test_missing_cn_judgments_table_is_a_clear_error(db_path):
+def test_an_empty_cn_judgments_table_is_a_clear_error(db_path):
     con = connect(db_path)
-    with pytest.raises(build.SourceTableMissing, match="curated.cn_judgments does not exist"):
+    with pytest.raises(build.SourceTableMissing, match="no complete ordinary-procedure judgment"):
         build.select_source_rows(con, None)
 
 
-def test_sources_from_the_cn_judgments_contract_prefer_representatives(db_path):
+def test_sources_from_cn_judgments_prefer_the_latest_representatives(db_path):
     con = connect(db_path)
-    con.execute("""CREATE TABLE curated.cn_judgments (doc_id VARCHAR, case_name VARCHAR, case_no VARCHAR,
-        court VARCHAR, judgment_date DATE, doc_type VARCHAR, case_type VARCHAR, procedure VARCHAR, simplified BOOLEAN,
-        cause VARCHAR, header VARCHAR, parties VARCHAR, procedure_record VARCHAR, claims VARCHAR, defense VARCHAR,
-        evidence VARCHAR, facts VARCHAR, reasoning VARCHAR, judgment VARCHAR, tail VARCHAR, full_text VARCHAR,
-        complete BOOLEAN)""")
-    for doc_id, simplified, complete in [("a", False, True), ("b", False, True), ("c", True, True), ("d", False, False)]:
-        con.execute("INSERT INTO curated.cn_judgments (doc_id, simplified, complete, claims, defense, facts, reasoning, "
-                    "judgment) VALUES (?, ?, ?, '诉称', '辩称', '查明', '认为', '判决')", [doc_id, simplified, complete])
+    for doc_id, simplified, complete in [("a", None, True), ("b", None, True), ("c", "简易程序", True),
+                                         ("d", None, False)]:
+        con.execute("INSERT INTO curated.cn_judgments (doc_id, source_format, content_sha256, raw_sha256, updated_at, simplified, complete, full_text, "
+                    "claims, defense, facts, reasoning, judgment) "
+                    "VALUES (?, 'test', 'x', 'x', now(), ?, ?, '全文', '诉称', '辩称', '查明', '认为', '判决')",
+                    [doc_id, simplified, complete])
     assert list(build.select_source_rows(con, None)["doc_id"]) == ["a", "b"]
-    con.execute("CREATE TABLE curated.cn_representatives (doc_id VARCHAR, cluster INTEGER, distance DOUBLE)")
-    con.execute("INSERT INTO curated.cn_representatives VALUES ('b', 0, 0.1)")
-    assert list(build.select_source_rows(con, 10)["doc_id"]) == ["b"]
+    for selection, doc_id, when in [("old", "a", "2026-01-01"), ("new", "b", "2026-02-01")]:
+        con.execute("INSERT INTO curated.cn_representatives (selection, doc_id, cluster, distance, rank_in_cluster, "
+                    "cluster_size, embedder, n_clusters, seed, selected_at) VALUES (?, ?, 0, 0.1, 1, 1, 'tfidf-char', "
+                    "1, 0, ?)", [selection, doc_id, when])
+    assert list(build.select_source_rows(con, None)["doc_id"]) == ["b"]
 
 
 def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp_path, scripted):
