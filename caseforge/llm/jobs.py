@@ -37,6 +37,11 @@ CALL_COLUMNS = pa.schema([
 ])
 
 
+def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
+    """Which of these identities already have a recorded answer (any, or only ok ones)."""
+    return {identity for identity, row in _cached(con, identities).items() if row[0] == "ok" or not ok_only}
+
+
 def _cached(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[str, tuple]:
     if not identities:
         return {}
