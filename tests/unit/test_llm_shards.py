@@ -113,3 +113,23 @@ def test_output_model_by_name():
     assert import_output_model("caseforge.llm.types:SamplingParams").__name__ == "SamplingParams"
     with pytest.raises(ValueError, match="not a pydantic model"):
         import_output_model("caseforge.llm.types:Completion")
+
+
+class Echoed(BaseModel):
+    value: int
+
+
+def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, tmp_path):
+    from caseforge.flows.llm_shard import answer_shard
+    from caseforge.llm.backends.replay import export_replay
+
+    recorded = connect(tmp_path / "recorded.duckdb")
+    run_job(recorded, "echo", EchoBackendDouble(), requests_for(range(6)), Echoed)
+    export_replay(recorded, tmp_path / "replay.jsonl")
+    con = connect(db_path)
+    files = write_request_shards(con, requests_for(range(6)), "double-model", Echoed, 2, tmp_path / "shards")
+    for f in files:
+        counts = answer_shard.fn("echo", str(f), "tests.unit.test_llm_shards:Echoed", "replay", "double-model",
+                                 {"replay_file": str(tmp_path / "replay.jsonl")}, 1)
+        assert counts["llm_failed"] == 0 and Path(counts["parquet"]).exists()
+    assert merge_shards(con, tmp_path / "shards").rows == 6
