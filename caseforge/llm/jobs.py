@@ -6,7 +6,6 @@ results are committed chunk by chunk (one transaction per backend batch, not per
 """
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime, timezone
 
@@ -107,7 +106,7 @@ def run_job(
             for request in group:
                 result.cache_hits += 1
                 if status == "ok":
-                    result.outputs[request.key] = output_model.model_validate(json.loads(parsed))
+                    result.outputs[request.key] = output_model.model_validate_json(parsed)
                 else:
                     result.failures[request.key] = Failure(request.key, identity, error or "failed earlier", raw)
             continue
