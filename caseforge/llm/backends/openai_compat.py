@@ -20,8 +20,10 @@ import email.utils
 import json
 import os
 import random
+import ssl
 import time
 
+import certifi
 import httpx
 
 from caseforge.llm.types import Completion, LLMRequest
@@ -77,6 +79,7 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self._sleep = sleep or asyncio.sleep
         self._transport = transport
+        self._ssl_context: ssl.SSLContext | None = None
 
     # -- request body -------------------------------------------------------------------------
     def body_for(self, request: LLMRequest) -> dict:
@@ -110,7 +113,10 @@ class OpenAIBackend:
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
         slots = min(self.concurrency, len(requests))
+        if self._ssl_context is None:   # loading the CA bundle costs ~10 ms: once per backend, not per client
+            self._ssl_context = ssl.create_default_context(cafile=certifi.where())
         clients = [httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(self.timeout_s),
+                                     verify=self._ssl_context,
                                      limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
                                      transport=self._transport)
                    for _ in range(slots)]
