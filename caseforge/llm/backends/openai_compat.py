@@ -135,9 +135,10 @@ class OpenAIBackend:
         last_reason = "no attempt made"
         for attempt in range(self.max_retries + 1):
             client = await idle.get()
+            sent_at = time.perf_counter()   # latency is the round trip, not the wait for a free slot
             try:
                 response = await client.post("/chat/completions", content=payload)
-                return self._completion_from(response, time.perf_counter() - started)
+                return self._completion_from(response, time.perf_counter() - sent_at)
             except _Retryable as exc:
                 last_reason, wait = str(exc), exc.retry_after_s
             except httpx.TimeoutException as exc:
@@ -145,7 +146,7 @@ class OpenAIBackend:
             except httpx.TransportError as exc:
                 last_reason, wait = f"connection problem: {type(exc).__name__}: {exc}", None
             except _Final as exc:
-                return Completion(text=exc.text, latency_s=time.perf_counter() - started, error=str(exc))
+                return Completion(text=exc.text, latency_s=time.perf_counter() - sent_at, error=str(exc))
             finally:
                 idle.put_nowait(client)
             if attempt < self.max_retries:   # waits without holding a connection
@@ -187,10 +188,3 @@ class _Final(Exception):
         super().__init__(reason)
         self.text = text
 
-
-def ping(backend: OpenAIBackend) -> Completion:
-    """One tiny request: is the endpoint up and answering for this model?"""
-    probe = LLMRequest(key="ping", messages=[{"role": "user", "content": "Reply with the word: ready"}],
-                       template_id="ping", template_sha="-")
-    probe.params.max_tokens = 8
-    return backend.complete_batch([probe])[0]
