@@ -6,16 +6,17 @@ results are committed chunk by chunk (one transaction per backend batch, not per
 """
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime, timezone
 
 import duckdb
+import pyarrow as pa
 from pydantic import BaseModel
 
 from caseforge.llm.parsing import InvalidOutput, parse_output
 from caseforge.llm.types import Completion, Failure, JobResult, LLMRequest
 from caseforge.progress import Progress
+from caseforge.warehouse import sql_text
 
 log = logging.getLogger(__name__)
 
@@ -26,33 +27,48 @@ def schema_for(model: type[BaseModel]) -> dict:
     return model.model_json_schema()
 
 
+CALL_COLUMNS = pa.schema([
+    ("identity", pa.string()), ("step", pa.string()), ("backend", pa.string()), ("model", pa.string()),
+    ("template_id", pa.string()), ("template_sha", pa.string()), ("request", pa.string()),
+    ("response_text", pa.string()), ("parsed", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    ("attempts", pa.int32()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()),
+    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+
+def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
+    """Which of these identities already have a recorded answer (any, or only ok ones)."""
+    return {identity for identity, row in _cached(con, identities).items() if row[0] == "ok" or not ok_only}
+
+
 def _cached(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[str, tuple]:
     if not identities:
         return {}
-    con.execute("CREATE OR REPLACE TEMP TABLE _wanted (identity VARCHAR)")
-    con.executemany("INSERT INTO _wanted VALUES (?)", [(i,) for i in identities])
-    rows = con.execute(
-        "SELECT c.identity, c.status, c.parsed, c.response_text, c.error FROM ops.llm_calls c "
-        "JOIN _wanted USING (identity)"
-    ).fetchall()
+    con.register("llm_wanted", pa.table({"identity": pa.array(identities, pa.string())}))
+    try:
+        rows = con.execute(sql_text("llm/cached_calls.sql")).fetchall()
+    finally:
+        con.unregister("llm_wanted")
     return {row[0]: row[1:] for row in rows}
 
 
-def _write(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """Upsert ops.llm_calls rows (tuples in CALL_COLUMNS order) in one transaction."""
     if not rows:
         return
+    columns = list(zip(*rows))
+    table = pa.table({name: pa.array(values, CALL_COLUMNS.field(name).type)
+                      for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS)
+    con.register("llm_call_rows", table)
     con.execute("BEGIN TRANSACTION")
     try:
-        con.executemany(
-            "INSERT OR REPLACE INTO ops.llm_calls (identity, step, backend, model, template_id, template_sha, request, "
-            "response_text, parsed, status, error, attempts, prompt_tokens, completion_tokens, latency_ms, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        con.execute(sql_text("llm/upsert_calls.sql"))
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
+    finally:
+        con.unregister("llm_call_rows")
 
 
 def run_job(
@@ -90,7 +106,7 @@ def run_job(
             for request in group:
                 result.cache_hits += 1
                 if status == "ok":
-                    result.outputs[request.key] = output_model.model_validate(json.loads(parsed))
+                    result.outputs[request.key] = output_model.model_validate_json(parsed)
                 else:
                     result.failures[request.key] = Failure(request.key, identity, error or "failed earlier", raw)
             continue
@@ -101,13 +117,13 @@ def run_job(
     size = max(1, int(getattr(backend, "batch_size", 64)))
     for start in range(0, len(pending), size):
         chunk = pending[start:start + size]
-        rows = _answer_chunk(step, backend, chunk, output_model, attempts, result)
-        _write(con, rows)
+        rows, objects = _answer_chunk(step, backend, chunk, output_model, attempts, result)
+        write_calls(con, rows)
         for row in rows:
-            identity, raw, parsed, status, error = row[0], row[7], row[8], row[9], row[10]
+            identity, raw, status, error = row[0], row[7], row[9], row[10]
             for request in by_identity[identity]:
                 if status == "ok":
-                    result.outputs[request.key] = output_model.model_validate(json.loads(parsed))
+                    result.outputs[request.key] = objects[identity]
                 else:
                     result.failures[request.key] = Failure(request.key, identity, error, raw)
         progress.step(len(chunk))
@@ -118,8 +134,11 @@ def run_job(
     return result
 
 
-def _answer_chunk(step, backend, chunk, output_model, max_attempts, result: JobResult) -> list[tuple]:
-    """Ask the backend, re-asking only the invalid ones; return ops.llm_calls rows for the chunk."""
+def _answer_chunk(step, backend, chunk, output_model, max_attempts, result: JobResult):
+    """Ask the backend, re-asking only the invalid ones.
+
+    Returns the ops.llm_calls rows for the chunk and identity → parsed object for the valid ones.
+    """
     now = datetime.now(timezone.utc)
     outcome: dict[str, tuple] = {}
     todo = list(chunk)
@@ -138,23 +157,26 @@ def _answer_chunk(step, backend, chunk, output_model, max_attempts, result: JobR
             parsed, error = None, completion.error
             if error is None:
                 try:
-                    parsed = parse_output(completion.text, output_model).model_dump_json()
+                    parsed = parse_output(completion.text, output_model)
                 except InvalidOutput as exc:
                     error = str(exc)
             outcome[identity] = (request, completion, parsed, error, attempt)
             if parsed is None and attempt < max_attempts:
                 retry.append((identity, request))
         todo = retry
-    rows = []
+    rows, objects = [], {}
     for identity, (request, completion, parsed, error, attempts) in outcome.items():
+        if parsed is not None:
+            objects[identity] = parsed
         rows.append((
             identity, step, backend.name, backend.model, request.template_id, request.template_sha,
-            request.model_dump_json(), completion.text, parsed, "ok" if parsed is not None else "failed",
+            request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
+            "ok" if parsed is not None else "failed",
             None if parsed is not None else (error or "no output"), attempts, completion.prompt_tokens,
             completion.completion_tokens,
             None if completion.latency_s is None else completion.latency_s * 1000.0, now,
         ))
-    return rows
+    return rows, objects
 
 
 def _with_attempt_seed(request: LLMRequest, attempt: int) -> LLMRequest:

