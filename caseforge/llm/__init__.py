@@ -2,7 +2,7 @@
 from caseforge.llm.backends import Backend, get_backend
 from caseforge.llm.jobs import run_job
 from caseforge.llm.prompts import RenderedPrompt, render
-from caseforge.llm.types import Completion, Failure, JobResult, LLMRequest, SamplingParams
+from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest, SamplingParams
 
 
 def request_from_template(key: str, template: str, params: SamplingParams | None = None, **variables) -> LLMRequest:
@@ -13,6 +13,6 @@ def request_from_template(key: str, template: str, params: SamplingParams | None
 
 
 __all__ = [
-    "Backend", "Completion", "Failure", "JobResult", "LLMRequest", "RenderedPrompt", "SamplingParams",
+    "Backend", "Completion", "Failure", "FreeText", "JobResult", "LLMRequest", "RenderedPrompt", "SamplingParams",
     "get_backend", "render", "request_from_template", "run_job",
 ]

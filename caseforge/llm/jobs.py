@@ -14,7 +14,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from caseforge.llm.parsing import InvalidOutput, parse_output
-from caseforge.llm.types import Completion, Failure, JobResult, LLMRequest
+from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
 from caseforge.warehouse import sql_text
 
@@ -90,10 +90,10 @@ def run_job(
     if len(set(keys)) != len(keys):
         raise ValueError(f"{step}: request keys must be unique within a job")
     result = JobResult()
-    schema = schema_for(output_model)
+    schema = None if output_model is FreeText else schema_for(output_model)
     by_identity: dict[str, list[LLMRequest]] = {}
     for request in requests:
-        if request.json_schema is None:
+        if request.json_schema is None and schema is not None:
             request = request.model_copy(update={"json_schema": schema})
         by_identity.setdefault(request.identity(backend.model), []).append(request)
 

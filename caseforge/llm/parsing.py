@@ -6,6 +6,8 @@ import re
 
 from pydantic import BaseModel, ValidationError
 
+from caseforge.llm.types import FreeText
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
@@ -56,6 +58,10 @@ def extract_json(text: str) -> object:
 
 
 def parse_output(text: str | None, model: type[BaseModel]) -> BaseModel:
+    if model is FreeText:
+        if text is None or not text.strip():
+            raise InvalidOutput("empty output")
+        return FreeText(text=text)
     data = extract_json(text or "")
     try:
         return model.model_validate(data)

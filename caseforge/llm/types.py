@@ -15,6 +15,12 @@ class SamplingParams(BaseModel):
     seed: int | None = None
 
 
+class FreeText(BaseModel):
+    """Output model for steps that want prose, not JSON: no schema is sent; any non-empty reply is ok."""
+
+    text: str
+
+
 class LLMRequest(BaseModel):
     """One prompt of a job. `key` is the caller's id for it (unique within the job); not part of identity."""
 
