@@ -170,3 +170,26 @@ def test_from_samples_skips_sources_without_a_mapping(registries, tmp_path):
                                  nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
     assert {o.name: o.note for o in result.outcomes if o.stage == "source"} == {
         "alpha": "no samples mapped (SAMPLE_INPUTS)", "beta": "no samples mapped (SAMPLE_INPUTS)"}
+
+
+def test_status_command_table_and_json(registries, tmp_path, capsys):
+    from caseforge.cli import main
+
+    db = tmp_path / "cf.duckdb"
+    result = nightly.run_nightly(load_settings(db))
+    capsys.readouterr()
+    assert main(["status", "--db", str(db), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"][0]["run_id"] == result.run_id and data["runs"][0]["kind"] == "nightly"
+    assert {(s["stage"], s["name"], s["status"]) for s in data["last_nightly_stages"]} >= {
+        ("source", "alpha", "succeeded"), ("builder", "counter", "succeeded"), ("export", "alpha", "succeeded")}
+    assert main(["status", "--db", str(db)]) == 0
+    table = capsys.readouterr().out
+    assert "nightly" in table and "last nightly, per stage:" in table and "input missing" in table
+
+
+def test_status_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
+    from caseforge.cli import main
+
+    assert main(["status", "--db", str(tmp_path / "none.duckdb")]) == 2
+    assert "no warehouse" in capsys.readouterr().err
