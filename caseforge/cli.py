@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "caseforge.commands.query",
     "caseforge.commands.casegen",
     "caseforge.commands.llm",
+    "caseforge.commands.operations",
 ]
 
 

@@ -1,8 +1,10 @@
 """The DuckDB warehouse: connection, numbered migrations, staging writes, curated exports."""
 from __future__ import annotations
 
+import os
 import re
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -121,7 +123,8 @@ def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> lis
     written = []
     for table in curated_tables(con):
         final = out_dir / f"{table}.parquet"
-        tmp = out_dir / f".{table}.parquet.tmp"
+        # unique per writer: sources of one nightly run in parallel threads and each mirrors at its end
+        tmp = out_dir / f".{table}.{os.getpid()}.{threading.get_ident()}.parquet.tmp"
         con.execute(f"COPY (SELECT * FROM curated.{table}) TO '{tmp.as_posix()}' (FORMAT parquet)")
         tmp.replace(final)
         written.append(final)

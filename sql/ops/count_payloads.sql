@@ -1,0 +1,1 @@
+SELECT count(*) FROM ops.raw_payloads WHERE source = ?;

@@ -1,0 +1,1 @@
+SELECT fingerprint FROM ops.input_fingerprints WHERE stage = ? AND name = ?;

@@ -1,0 +1,11 @@
+-- The latest runs, newest first, with how many stages of a nightly failed or were skipped.
+SELECT r.run_id, r.kind, r.target, r.status, r.started_at, r.finished_at,
+       round(date_diff('millisecond', r.started_at, r.finished_at) / 1000.0, 1) AS duration_s,
+       r.counts, r.message,
+       count(s.name) FILTER (WHERE s.status IN ('failed', 'quarantined')) AS stages_failed,
+       count(s.name) FILTER (WHERE s.status = 'skipped') AS stages_skipped
+FROM ops.runs AS r
+LEFT JOIN ops.nightly_stages AS s USING (run_id)
+GROUP BY ALL
+ORDER BY r.run_id DESC
+LIMIT ?;

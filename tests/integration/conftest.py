@@ -1,0 +1,176 @@
+"""A real Prefect server on loopback, shared by the server and UI tests: its own PREFECT_HOME and SQLite
+database in a temporary folder, a process work pool, the nightly deployment from deployments/prefect.yaml
+(parameters pointed at real samples and a temporary warehouse), a worker, and one flow run."""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
+POOL = "caseforge-test-pool"
+CASES_IN_RUN = 20
+LEGACY_ROWS = 50
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class PrefectServer:
+    url: str
+    env: dict
+    home: Path
+    processes: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+
+    def api(self, method: str, path: str, **kwargs) -> httpx.Response:
+        response = httpx.request(method, f"{self.url}/api{path}", timeout=30, **kwargs)
+        response.raise_for_status()
+        return response
+
+    def prefect(self, *args, timeout=180) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "prefect", *args], cwd=PROJECT_ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"prefect {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        return done
+
+    def background(self, name: str, *args) -> subprocess.Popen:
+        log = (self.home / f"{name}.log").open("w")
+        process = subprocess.Popen([sys.executable, "-m", "prefect", *args], cwd=PROJECT_ROOT, env=self.env,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        return process
+
+    def log(self, name: str) -> str:
+        path = self.home / f"{name}.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in reversed(self.processes):
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect_home")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_URL": f"{url}/api",
+        "PREFECT_UI_API_URL": f"{url}/api",
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "INFO",
+        "CASEFORGE_HOME": str(PROJECT_ROOT),
+    }
+    server = PrefectServer(url, env, home)
+    started = time.monotonic()
+    process = server.background("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"prefect server exited with {process.returncode}:\n{server.log('server')}")
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"prefect server not healthy after 120 s:\n{server.log('server')}")
+            time.sleep(0.5)
+        server.timings["server_start_s"] = round(time.monotonic() - started, 1)
+        yield server
+    finally:
+        server.stop()
+
+
+def _samples_subset(samples_dir: Path, root: Path) -> Path:
+    cases = root / "oyez" / "cases"
+    cases.mkdir(parents=True)
+    for path in sorted((samples_dir / "oyez" / "cases").glob("*.json"))[:CASES_IN_RUN]:
+        (cases / path.name).symlink_to(path)
+    with (samples_dir / "oyez" / "legacy_justice_table.csv").open(newline="", encoding="utf-8") as source:
+        records = list(itertools.islice(csv.reader(source), LEGACY_ROWS + 1))
+    with (root / "oyez" / "legacy_justice_table.csv").open("w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows(records)
+    return root
+
+
+def _test_prefect_file(path: Path, parameters: dict) -> None:
+    """deployments/prefect.yaml with only the nightly deployment, on the test pool, unscheduled."""
+    config = yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())
+    nightly = next(d for d in config["deployments"] if d["name"] == "nightly")
+    nightly.update(parameters=parameters, schedules=[], work_pool={"name": POOL})
+    config["deployments"] = [nightly]
+    config.pop("definitions", None)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.fixture(scope="session")
+def nightly_flow_run(prefect_server, samples_dir, tmp_path_factory):
+    """Deploy the nightly, run it once through a worker, and return the finished flow run (JSON)."""
+    server = prefect_server
+    work = tmp_path_factory.mktemp("nightly_run")
+    subset = _samples_subset(samples_dir, work / "samples")
+    parameters = {"db": str(work / "cf.duckdb"), "from_samples": True, "samples_dir": str(subset),
+                  "release_dir": str(work / "releases")}
+    prefect_file = work / "prefect.yaml"
+    _test_prefect_file(prefect_file, parameters)
+
+    started = time.monotonic()
+    server.prefect("work-pool", "create", POOL, "--type", "process")
+    server.prefect("deploy", "--prefect-file", str(prefect_file), "--name", "nightly", "--no-prompt")
+    deployment = server.api("GET", "/deployments/name/nightly/nightly").json()
+    server.timings["deploy_s"] = round(time.monotonic() - started, 1)
+
+    server.background("worker", "worker", "start", "--pool", POOL, "--type", "process")
+    flow_run = server.api("POST", f"/deployments/{deployment['id']}/create_flow_run", json={}).json()
+    started = time.monotonic()
+    deadline = started + 240
+    while True:
+        flow_run = server.api("GET", f"/flow_runs/{flow_run['id']}").json()
+        if flow_run["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"flow run still {flow_run['state']['type']} after 240 s; worker log:\n{server.log('worker')}")
+        time.sleep(1)
+    server.timings["flow_run_s"] = round(time.monotonic() - started, 1)
+    flow_run["_worker_log"] = server.log("worker")
+    flow_run["_work_dir"] = str(work)
+    return flow_run
+
+
+@pytest.fixture(scope="session")
+def nightly_artifacts(prefect_server, nightly_flow_run) -> dict[str, dict]:
+    """The artifacts the nightly flow run published, by key (read back through the server's API)."""
+    body = {"artifacts": {"flow_run_id": {"any_": [nightly_flow_run["id"]]}}}
+    found = prefect_server.api("POST", "/artifacts/filter", content=json.dumps(body),
+                               headers={"content-type": "application/json"}).json()
+    return {a["key"]: a for a in found if a.get("key")}

@@ -1,0 +1,195 @@
+"""The nightly's plumbing with test-double sources and builders: parallel sources on one database,
+failures isolated, builders and exports gated by input fingerprints, summary, status."""
+import json
+import threading
+
+import pytest
+
+from caseforge import nightly
+from caseforge.commands.operations import status_data
+from caseforge.config import settings as load_settings
+from caseforge.runs import StageReport
+from caseforge.warehouse import connect
+
+
+def make_source_double(table, rows, barrier=None):
+    """Test double of a source refresh: archives one payload and upserts rows into curated.<table>."""
+
+    def refresh(settings, **kwargs):
+        from caseforge.archive import RawArchive
+
+        if barrier is not None:
+            barrier.wait(timeout=10)  # both sources are inside refresh at once: they really run in parallel
+        con = connect(settings.db_path)
+        try:
+            report = StageReport(name=table)
+            _, is_new = RawArchive(con).store(table, "list", json.dumps(rows).encode())
+            con.execute(f"CREATE TABLE IF NOT EXISTS curated.{table} (id INTEGER PRIMARY KEY, label VARCHAR)")
+            before = con.execute(f"SELECT count(*) FROM curated.{table}").fetchone()[0]
+            con.executemany(f"INSERT OR REPLACE INTO curated.{table} VALUES (?, ?)", rows)
+            after = con.execute(f"SELECT count(*) FROM curated.{table}").fetchone()[0]
+            report.add("fetched", 1 if is_new else 0)
+            report.add("new", after - before)
+            report.add("changed", 0)
+            return report
+        finally:
+            con.close()
+
+    return refresh
+
+
+def failing_source(settings, **kwargs):
+    raise ConnectionError("upstream said 503 five times")
+
+
+class BuilderDouble:
+    """Test double of a builder: records each call and reports one LLM call per input row."""
+
+    def __init__(self, table):
+        self.table = table
+        self.calls = 0
+
+    def __call__(self, settings, **options):
+        self.calls += 1
+        con = connect(settings.db_path)
+        try:
+            n = con.execute(f"SELECT count(*) FROM curated.{self.table}").fetchone()[0]
+        finally:
+            con.close()
+        report = StageReport(name="double")
+        report.add("cache_hits", 0)
+        report.add("items", n)
+        return report
+
+
+@pytest.fixture
+def registries(monkeypatch):
+    barrier = threading.Barrier(2)
+    alpha_rows = [[1, "a"], [2, "b"]]
+    monkeypatch.setattr(nightly, "SOURCES", {
+        "alpha": nightly.SourceSpec(make_source_double("alpha", alpha_rows, barrier), "alpha"),
+        "beta": nightly.SourceSpec(make_source_double("beta", [[7, "x"]], barrier), "beta"),
+    })
+    builder = BuilderDouble("alpha")
+    monkeypatch.setattr(nightly, "BUILDERS", {
+        "counter": nightly.BuilderSpec(("curated.alpha",), builder),
+        "needs_missing": nightly.BuilderSpec(("curated.not_built_yet",), BuilderDouble("alpha")),
+    })
+    written = []
+
+    def export_double(con, out_dir):
+        written.append(out_dir)
+        (out_dir / "alpha").mkdir(parents=True, exist_ok=True)
+        return None
+
+    monkeypatch.setattr(nightly, "EXPORTS", {"alpha": nightly.ExportSpec(("curated.alpha",), export_double)})
+    monkeypatch.setattr(nightly, "PLOTS", {})
+    return {"builder": builder, "written": written, "alpha_rows": alpha_rows}
+
+
+def by_name(result):
+    return {(o.stage, o.name): o for o in result.outcomes}
+
+
+def test_sources_in_parallel_then_builder_and_export_only_when_inputs_change(registries, tmp_path):
+    settings = load_settings(tmp_path / "cf.duckdb")
+    first = nightly.run_nightly(settings)
+    stages = by_name(first)
+    assert first.ok, first.failures()
+    assert stages[("source", "alpha")].counts["new"] == 2
+    assert stages[("source", "alpha")].counts["new_payloads"] == 1
+    assert stages[("source", "beta")].counts["new"] == 1
+    assert stages[("builder", "counter")].status == "succeeded"
+    assert stages[("builder", "needs_missing")].status == "skipped"
+    assert stages[("builder", "needs_missing")].note == "input missing: curated.not_built_yet"
+    assert stages[("export", "alpha")].status == "succeeded"
+    assert registries["builder"].calls == 1 and len(registries["written"]) == 1
+
+    second = nightly.run_nightly(settings)
+    stages = by_name(second)
+    assert stages[("source", "alpha")].counts["new_payloads"] == 0
+    assert stages[("builder", "counter")].status == "skipped"
+    assert stages[("builder", "counter")].note == "inputs unchanged"
+    assert stages[("export", "alpha")].status == "skipped"
+    assert registries["builder"].calls == 1 and len(registries["written"]) == 1
+
+    registries["alpha_rows"][1][1] = "changed label"  # upstream changed one row
+    third = nightly.run_nightly(settings)
+    assert by_name(third)[("builder", "counter")].status == "succeeded"
+    assert registries["builder"].calls == 2 and len(registries["written"]) == 2
+
+    summary = json.loads((third.run_dir / "summary.json").read_text())
+    assert summary["ok"] and summary["run_id"] == third.run_id
+    assert "| source | alpha | succeeded |" in (third.run_dir / "summary.md").read_text()
+
+
+def test_one_failing_source_does_not_stop_the_others_and_the_run_fails(registries, tmp_path, monkeypatch):
+    monkeypatch.setitem(nightly.SOURCES, "broken", nightly.SourceSpec(failing_source, "broken"))
+    settings = load_settings(tmp_path / "cf.duckdb")
+    result = nightly.run_nightly(settings)
+    stages = by_name(result)
+    assert not result.ok
+    assert result.failures() == ["source broken: ConnectionError: upstream said 503 five times"]
+    assert stages[("source", "alpha")].status == "succeeded" and stages[("source", "beta")].status == "succeeded"
+    assert stages[("builder", "counter")].status == "succeeded"
+
+    con = connect(settings.db_path)
+    try:
+        data = status_data(con, limit=5)
+    finally:
+        con.close()
+    nightly_run = data["runs"][0]
+    assert nightly_run["kind"] == "nightly" and nightly_run["status"] == "failed"
+    assert nightly_run["stages_failed"] == 1
+    assert "broken" in nightly_run["message"]
+    statuses = {(s["stage"], s["name"]): s["status"] for s in data["last_nightly_stages"]}
+    assert statuses[("source", "broken")] == "failed" and statuses[("source", "alpha")] == "succeeded"
+
+
+def test_fingerprint_sees_content_not_order(tmp_path):
+    con = connect(tmp_path / "cf.duckdb")
+    con.execute("CREATE TABLE curated.t (id INTEGER, label VARCHAR)")
+    con.execute("INSERT INTO curated.t VALUES (1, 'a'), (2, 'b')")
+    first, _ = nightly.inputs_fingerprint(con, ("curated.t",))
+    con.execute("DELETE FROM curated.t")
+    con.execute("INSERT INTO curated.t VALUES (2, 'b'), (1, 'a')")
+    assert nightly.inputs_fingerprint(con, ("curated.t",))[0] == first
+    con.execute("UPDATE curated.t SET label = 'c' WHERE id = 2")
+    assert nightly.inputs_fingerprint(con, ("curated.t",))[0] != first
+    with pytest.raises(ValueError, match="schema.table"):
+        nightly.table_fingerprint(con, "curated.t; DROP TABLE x")
+
+
+def test_unknown_source_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown source"):
+        nightly.run_nightly(load_settings(tmp_path / "cf.duckdb"), nightly.NightlyOptions(sources=["nope"]))
+
+
+def test_from_samples_skips_sources_without_a_mapping(registries, tmp_path):
+    result = nightly.run_nightly(load_settings(tmp_path / "cf.duckdb"),
+                                 nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
+    assert {o.name: o.note for o in result.outcomes if o.stage == "source"} == {
+        "alpha": "no samples mapped (SAMPLE_INPUTS)", "beta": "no samples mapped (SAMPLE_INPUTS)"}
+
+
+def test_status_command_table_and_json(registries, tmp_path, capsys):
+    from caseforge.cli import main
+
+    db = tmp_path / "cf.duckdb"
+    result = nightly.run_nightly(load_settings(db))
+    capsys.readouterr()
+    assert main(["status", "--db", str(db), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"][0]["run_id"] == result.run_id and data["runs"][0]["kind"] == "nightly"
+    assert {(s["stage"], s["name"], s["status"]) for s in data["last_nightly_stages"]} >= {
+        ("source", "alpha", "succeeded"), ("builder", "counter", "succeeded"), ("export", "alpha", "succeeded")}
+    assert main(["status", "--db", str(db)]) == 0
+    table = capsys.readouterr().out
+    assert "nightly" in table and "last nightly, per stage:" in table and "input missing" in table
+
+
+def test_status_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
+    from caseforge.cli import main
+
+    assert main(["status", "--db", str(tmp_path / "none.duckdb")]) == 2
+    assert "no warehouse" in capsys.readouterr().err
