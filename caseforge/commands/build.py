@@ -1,0 +1,27 @@
+"""`caseforge build DATASET`: runs a dataset builder flow. Builders register in BUILDERS."""
+from __future__ import annotations
+
+import argparse
+
+from caseforge.cli import add_db_option
+
+
+def _build_casefacts(args: argparse.Namespace) -> int:
+    from caseforge.flows.casefacts import run_casefacts_command
+    return run_casefacts_command(args)
+
+
+BUILDERS = {"casefacts": _build_casefacts}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    build = sub.add_parser("build", help="build a benchmark dataset from curated tables")
+    build.add_argument("dataset", choices=sorted(BUILDERS))
+    build.add_argument("--llm", default="replay", help="LLM backend (replay, openai, llamacpp, vllm)")
+    build.add_argument("--model", help="generator model")
+    build.add_argument("--validator-model", help="validator model (a different family from the generator)")
+    build.add_argument("--replay-file", help="JSONL replay file for --llm replay")
+    build.add_argument("--limit", type=int, help="only the first N cases")
+    build.add_argument("--seed", type=int, default=13)
+    add_db_option(build)
+    build.set_defaults(handler=lambda args: BUILDERS[args.dataset](args))
