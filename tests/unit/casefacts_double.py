@@ -138,11 +138,24 @@ class ScriptedLegalBackendDouble:
         raise AssertionError(f"the double has no script for {template}")
 
 
-def load_demo_cases(con, samples_dir: Path) -> None:
-    """The six demo cases and the legacy table (dispositions) into a fresh warehouse, without Prefect."""
+DEMO_CASE_NAMES = {"Plessy v. Ferguson", "Brown v. Board of Education of Topeka (1)", "Betts v. Brady",
+                   "Gideon v. Wainwright", "Austin v. Michigan Chamber of Commerce",
+                   "Citizens United v. Federal Election Commission"}
+
+
+def load_demo_cases(con, samples_dir: Path, scratch: Path | None = None) -> None:
+    """The six demo cases and their legacy rows (dispositions) into a fresh warehouse, without Prefect.
+
+    With `scratch` (a folder), only the demo cases' legacy rows are imported, which is much faster."""
     archive = RawArchive(con)
     report = StageReport("demo cases")
-    ingest.import_legacy(con, archive, None, samples_dir / "oyez" / "legacy_justice_table.csv", report)
+    legacy = samples_dir / "oyez" / "legacy_justice_table.csv"
+    if scratch is not None:
+        import pandas as pd
+        table = pd.read_csv(legacy, dtype=str, keep_default_na=False)
+        legacy = scratch / "legacy_demo.csv"
+        table[table["name"].isin(DEMO_CASE_NAMES)].to_csv(legacy, index=False)
+    ingest.import_legacy(con, archive, None, legacy, report)
     payloads = ingest.archive_replay_batch(archive, [samples_dir / "oyez" / "cases" / f for f in DEMO_CASE_FILES])
     frame = ingest.parse_payloads(con, None, payloads, report)
     ingest.load_cases(con, None, frame, report)
