@@ -21,7 +21,7 @@ from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
 from caseforge.text import html_to_text
-from caseforge.warehouse import replace_staging, run_sql
+from caseforge.warehouse import run_sql
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")
@@ -67,10 +67,10 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     """Gate a stage table and replace curated.casefacts_<table>; returns the rows that passed."""
     name = f"casefacts_{table}"
     if frame.empty:
-        replace_staging(ctx.con, name, frame)
+        ctx.con.execute(f"DELETE FROM staging.{name}")
         run_sql(ctx.con, f"casefacts/curate_{table}.sql")
         ctx.report.add(f"{table}.rows", 0)
-        return frame
+        return ctx.con.execute(f"SELECT * FROM curated.{name}").df()     # empty, with the table's columns
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, f"casefacts/curate_{table}.sql", key_column=key)
     ctx.report.add(f"{table}.rows", outcome.staged)
     if outcome.quarantined:

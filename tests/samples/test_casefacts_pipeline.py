@@ -114,3 +114,35 @@ def test_cli_refuses_same_family_models(db):
     code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
                  "--model", "Qwen/Qwen3-8B", "--validator-model", "Qwen/Qwen2.5-7B-Instruct", "--db", str(db)])
     assert code != 0
+
+
+class GarbageBackendDouble:
+    """Test double: answers every prompt with text that is not JSON."""
+
+    name = "garbage-double"
+    batch_size = 20
+
+    def __init__(self, model):
+        self.model = model
+
+    def complete_batch(self, requests):
+        from caseforge.llm.types import Completion
+        return [Completion(text="I would rather not answer in JSON.") for _ in requests]
+
+
+def test_invalid_llm_output_is_recorded_not_lost(db):
+    con = connect(db)
+    run_with_double(con)            # a previous good build must not survive as stale rows
+    config = BuildConfig(**{**DEMO_CONFIG, "seed": 99})
+    report = StageReport("casefacts (garbage)")
+    backends = {"generator": GarbageBackendDouble(config.generator_model),
+                "validator": GarbageBackendDouble(config.validator_model)}
+    claims = pipeline.run_pipeline(pipeline.BuildContext(con, None, report, config, backends, HashingEmbedder()))
+    assert claims.empty and report.counts["generate.llm_failed"] == 6
+    assert len(report.failures) == 6 and all("no claims" in f and "no JSON" in f for f in report.failures)
+    for table in ("generated", "factuality", "kept_claims", "cross_pairs", "claims"):
+        assert con.execute(f"SELECT count(*) FROM curated.casefacts_{table}").fetchone()[0] == 0
+    failed = con.execute("SELECT count(*) FROM ops.llm_calls WHERE status = 'failed'").fetchone()[0]
+    assert failed == 6
+    assert gate_dataset(claims, con.execute("SELECT * FROM curated.scotus_cases").df()) == [
+        "casefacts_claims: the dataset is empty"]
