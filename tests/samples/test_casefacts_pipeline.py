@@ -146,3 +146,25 @@ def test_invalid_llm_output_is_recorded_not_lost(db):
     assert failed == 6
     assert gate_dataset(claims, con.execute("SELECT * FROM curated.scotus_cases").df()) == [
         "casefacts_claims: the dataset is empty"]
+
+
+def test_audit_command_against_the_warehouse(db, tmp_path, capsys):
+    from caseforge.cli import main
+
+    claims = tmp_path / "claims.json"
+    claims.write_text(json.dumps([
+        {"claim": "Poor defendants need not get a lawyer.", "case_name": ["Betts v. Brady"],
+         "overruling_case": "Gideon v. Wainwright", "label": "Overruled"},
+        {"claim": "Segregated schools are fine.", "case_name": ["Brown v. Board of Education of Topeka"],
+         "overruling_case": "Plessy v. Ferguson", "label": "Overruled"},
+        {"claim": "Some rule.", "case_name": ["Roe v. Wade"], "overruling_case": "Dobbs v. Jackson Women's Health "
+         "Organization", "label": "Overruled"},
+    ]))
+    assert main(["audit", "casefacts", "--claims", str(claims), "--format", "json", "--db", str(db)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["overruling_pairs"] == 3 and report["summary"]["overruling_pairs_checked"] == 2
+    assert [(d["case_name"], d["overruling_case"], d["case_decided"], d["overruling_decided"])
+            for d in report["date_inverted"]] == [
+        ("Brown v. Board of Education of Topeka", "Plessy v. Ferguson", "1954-05-17", "1896-05-18")]
+    assert {u["case_name"] for u in report["unmatched_case_names"]} == {
+        "Roe v. Wade", "Dobbs v. Jackson Women's Health Organization"}
