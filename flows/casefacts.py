@@ -70,7 +70,9 @@ def casefacts_build(db: str | None = None, config: BuildConfig = BuildConfig(), 
 
 
 def run_casefacts_command(args: argparse.Namespace) -> int:
+    from caseforge.cli import CommandFailed
     from caseforge.commands.ingest import report_state
+    from caseforge.tasks.casefacts.families import check_families
 
     defaults = BuildConfig()
     config = BuildConfig(generator_model=args.model or defaults.generator_model,
@@ -78,6 +80,10 @@ def run_casefacts_command(args: argparse.Namespace) -> int:
                          seed=args.seed, limit=args.limit, embedder=args.embedder,
                          embedder_path=args.embedder_path, allow_same_family=args.allow_same_family,
                          min_positives=args.min_positives)
+    try:
+        check_families(config.generator_model, config.validator_model, config.allow_same_family)
+    except ValueError as exc:
+        raise CommandFailed([str(exc)]) from exc
     state = casefacts_build(db=args.db, config=config, backend=args.llm, replay_file=args.replay_file,
                             return_state=True)
     sys.stdout.flush()

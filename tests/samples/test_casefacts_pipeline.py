@@ -47,7 +47,7 @@ def _replay_run(con):
     return claims, report
 
 
-def test_double_run_exercises_every_stage(db):
+def test_double_run_exercises_every_stage_then_invalid_output_is_recorded(db):
     con = connect(db)
     claims, report, _ = run_with_double(con)
     assert report.failures == []
@@ -75,6 +75,7 @@ def test_double_run_exercises_every_stage(db):
     assert claims["fact_id"].is_unique
     cases = con.execute("SELECT * FROM curated.scotus_cases").df()
     assert gate_dataset(claims, cases) == []
+    _assert_invalid_output_recorded_and_stale_rows_cleared(con)
 
 
 def test_replay_file_reproduces_the_double_and_reruns_from_cache(db, tmp_path):
@@ -108,12 +109,12 @@ def test_cli_build_then_export(db, tmp_path):
     assert len(rows) == 11 and any(r["overruling_case_names"] == ["Gideon v. Wainwright"] for r in rows)
 
 
-def test_cli_refuses_same_family_models(db):
+def test_cli_refuses_same_family_models(db, capsys):
     from caseforge.cli import main
 
     code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
                  "--model", "Qwen/Qwen3-8B", "--validator-model", "Qwen/Qwen2.5-7B-Instruct", "--db", str(db)])
-    assert code != 0
+    assert code == 1 and "both of the 'qwen' family" in capsys.readouterr().err
 
 
 class GarbageBackendDouble:
@@ -130,9 +131,8 @@ class GarbageBackendDouble:
         return [Completion(text="I would rather not answer in JSON.") for _ in requests]
 
 
-def test_invalid_llm_output_is_recorded_not_lost(db):
-    con = connect(db)
-    run_with_double(con)            # a previous good build must not survive as stale rows
+def _assert_invalid_output_recorded_and_stale_rows_cleared(con):
+    """After a good build, a build whose every answer is invalid: failures recorded, no stale rows left."""
     config = BuildConfig(**{**DEMO_CONFIG, "seed": 99})
     report = StageReport("casefacts (garbage)")
     backends = {"generator": GarbageBackendDouble(config.generator_model),
