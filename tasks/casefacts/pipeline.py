@@ -70,6 +70,7 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         ctx.con.execute(f"DELETE FROM staging.{name}")
         run_sql(ctx.con, f"casefacts/curate_{table}.sql")
         ctx.report.add(f"{table}.rows", 0)
+        _stage_artifact(table, 0, 0, [])
         return ctx.con.execute(f"SELECT * FROM curated.{name}").df()     # empty, with the table's columns
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, f"casefacts/curate_{table}.sql", key_column=key)
     ctx.report.add(f"{table}.rows", outcome.staged)
@@ -77,7 +78,21 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         ctx.report.add("quarantined", outcome.quarantined)
     for reason in outcome.reasons:
         ctx.report.fail(reason)
+    _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     return ctx.con.execute(f"SELECT * FROM curated.{name}").df()
+
+
+def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:
+    """A Prefect table artifact per stage table (only inside a flow run)."""
+    from prefect.artifacts import create_table_artifact
+    from prefect.context import FlowRunContext
+
+    if FlowRunContext.get() is None:
+        return
+    rows = [{"table": f"curated.casefacts_{table}", "rows": staged, "quarantined": quarantined,
+             "problems": len(reasons)}]
+    create_table_artifact(key=f"casefacts-{table.replace('_', '-')}", table=rows,
+                          description="; ".join(reasons[:20]) or f"casefacts stage table {table}")
 
 
 def _clean(text: str | None) -> str:
