@@ -17,6 +17,9 @@ COMMAND_MODULES = [
     "caseforge.commands.casegen",
     "caseforge.commands.llm",
     "caseforge.commands.operations",
+    "caseforge.commands.audit",
+    "caseforge.commands.build",
+    "caseforge.commands.export",
 ]
 
 

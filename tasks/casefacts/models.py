@@ -1,0 +1,56 @@
+"""The JSON each CaseFacts step asks the model for."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class GeneratedClaims(BaseModel):
+    claims: list[str] = Field(min_length=1)
+
+
+class Factuality(BaseModel):
+    supported: bool
+    reason: str = ""
+
+
+class Contradiction(BaseModel):
+    contradict: bool
+    reason: str = ""
+
+
+class SameCaseResolution(BaseModel):
+    choice: Literal["claim1", "claim2", "neither", "merged"]
+    corrected_claim: str | None = None
+    reason: str = ""
+
+
+class Redundancy(BaseModel):
+    redundant: bool
+    better: Literal[1, 2] = 1
+    reason: str = ""
+
+
+class Overlap(BaseModel):
+    overlap: bool
+    reason: str = ""
+
+
+class OverrulingProposal(BaseModel):
+    verdict: Literal["case1_overruled", "case2_overruled", "consistent"]
+    reason: str = ""
+
+
+class MergeDecision(BaseModel):
+    action: Literal["keep1", "keep2", "merge"]
+    merged_claim: str | None = None
+    reason: str = ""
+
+
+class Negation(BaseModel):
+    negation: str = Field(min_length=10)
+
+
+class Principle(BaseModel):
+    principle: str = Field(min_length=10)

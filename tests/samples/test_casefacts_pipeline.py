@@ -1,0 +1,170 @@
+"""CaseFacts end to end on six real sample cases: the scripted double, the committed replay file, the CLI."""
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
+from casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases, run_with_double  # noqa: E402
+
+from caseforge.llm.backends.replay import ReplayBackend  # noqa: E402
+from caseforge.runs import StageReport  # noqa: E402
+from caseforge.tasks.casefacts import pipeline  # noqa: E402
+from caseforge.tasks.casefacts.config import BuildConfig  # noqa: E402
+from caseforge.tasks.casefacts.dataset_gate import gate_dataset  # noqa: E402
+from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
+from caseforge.warehouse import connect  # noqa: E402
+
+pytestmark = pytest.mark.samples
+BETTS, GIDEON, PLESSY, BROWN, AUSTIN, CITIZENS = 62490, 60411, 62394, 62548, 53712, 55589
+
+
+@pytest.fixture(scope="module")
+def cases_db(samples_dir, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("casefacts")
+    path = folder / "cases.duckdb"
+    con = connect(path)
+    load_demo_cases(con, samples_dir, scratch=folder)
+    con.close()
+    return path
+
+
+@pytest.fixture
+def db(cases_db, tmp_path) -> Path:
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copy(cases_db, copy)
+    return copy
+
+
+def _replay_run(con):
+    config = BuildConfig(**DEMO_CONFIG)
+    backends = {role: ReplayBackend(getattr(config, f"{role}_model"), replay_file=REPLAY_FILE)
+                for role in ("generator", "validator")}
+    report = StageReport("casefacts (replay)")
+    claims = pipeline.run_pipeline(pipeline.BuildContext(con, None, report, config, backends, HashingEmbedder()))
+    return claims, report
+
+
+def test_double_run_exercises_every_stage_then_invalid_output_is_recorded(db):
+    con = connect(db)
+    claims, report, _ = run_with_double(con)
+    assert report.failures == []
+    fact = con.execute("SELECT status, count(*) FROM curated.casefacts_factuality GROUP BY 1").fetchall()
+    assert dict(fact) == {"supported": 14, "unsupported": 1}
+    applied = con.execute("SELECT kind, resolution, corrected_claim FROM curated.casefacts_same_case_pairs "
+                          "WHERE applied ORDER BY kind").fetchall()
+    assert applied == [("contradiction", "merged", "Separating children in public schools by race denies them "
+                                                   "equal schooling."),
+                       ("redundancy", "claim1", None)]
+    overrulings = {(r[0], r[1]): (r[2], r[3]) for r in con.execute(
+        "SELECT overruled_case_id, overruling_case_id, accepted, reason FROM curated.casefacts_overrulings").fetchall()}
+    assert overrulings[(BETTS, GIDEON)][0] is True
+    assert overrulings[(AUSTIN, CITIZENS)] == (False, "overruling case disposition 'affirmed' is not a reversal")
+    assert overrulings[(BROWN, PLESSY)] == (
+        False, "overruling case decided 1896-05-18 is not after the overruled case decided 1954-05-17")
+    merges = con.execute("SELECT action, evidence_case_ids FROM curated.casefacts_merges").fetchall()
+    assert merges == [("merge", json.dumps([AUSTIN, CITIZENS]))]
+    windows = dict(con.execute("SELECT kind, method FROM curated.casefacts_windows").fetchall())
+    assert windows["contradiction"] == "calibrated" and windows["overlap"].startswith("fallback: only 1 positives")
+    overruled = claims[claims["label"] == "OVERRULED"].iloc[0]
+    assert json.loads(overruled["overruling_case_ids"]) == [GIDEON]
+    assert sorted(json.loads(overruled["evidence_case_ids"])) == sorted([BETTS, GIDEON])
+    assert set(claims["label"]) == {"SUPPORTED", "REFUTED", "OVERRULED"}
+    assert claims["fact_id"].is_unique
+    cases = con.execute("SELECT * FROM curated.scotus_cases").df()
+    assert gate_dataset(claims, cases) == []
+    _assert_invalid_output_recorded_and_stale_rows_cleared(con)
+
+
+def test_replay_file_reproduces_the_double_and_reruns_from_cache(db, tmp_path):
+    con = connect(db)
+    claims, report = _replay_run(con)
+    assert report.failures == []
+    columns = ["claim_id", "fact_id", "claim", "label", "split"]
+    labels = dict(zip(claims["claim_id"], claims["label"]))
+    assert labels[f"c{BETTS}-0"] == "OVERRULED" and len(claims) == 11
+    assert sorted(set(labels.values())) == ["OVERRULED", "REFUTED", "SUPPORTED"]
+    again, second = _replay_run(con)
+    assert again[columns].equals(claims[columns])
+    assert sum(v for k, v in second.counts.items() if k.endswith(".llm_calls")) == 0
+    assert sum(v for k, v in second.counts.items() if k.endswith(".llm_cache_hits")) > 100
+
+
+@pytest.mark.slow
+def test_cli_build_then_export(db, tmp_path):
+    from caseforge.cli import main
+
+    code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
+                 "--min-positives", "2", "--db", str(db)])
+    assert code == 0
+    out = tmp_path / "export"
+    assert main(["export", "casefacts", "--out", str(out), "--db", str(db)]) == 0
+    assert {p.name for p in out.iterdir()} >= {"train.parquet", "train.jsonl", "README.md", "source_payloads.csv"}
+    card = (out / "README.md").read_text()
+    assert "| generate | Qwen/Qwen3-Next-80B-A3B-Instruct | casefacts/generate_claims.j2 |" in card
+    assert "OVERRULED" in card
+    rows = [json.loads(line) for p in out.glob("*.jsonl") for line in p.read_text().splitlines()]
+    assert len(rows) == 11 and any(r["overruling_case_names"] == ["Gideon v. Wainwright"] for r in rows)
+
+
+def test_cli_refuses_same_family_models(db, capsys):
+    from caseforge.cli import main
+
+    code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
+                 "--model", "Qwen/Qwen3-8B", "--validator-model", "Qwen/Qwen2.5-7B-Instruct", "--db", str(db)])
+    assert code == 1 and "both of the 'qwen' family" in capsys.readouterr().err
+
+
+class GarbageBackendDouble:
+    """Test double: answers every prompt with text that is not JSON."""
+
+    name = "garbage-double"
+    batch_size = 20
+
+    def __init__(self, model):
+        self.model = model
+
+    def complete_batch(self, requests):
+        from caseforge.llm.types import Completion
+        return [Completion(text="I would rather not answer in JSON.") for _ in requests]
+
+
+def _assert_invalid_output_recorded_and_stale_rows_cleared(con):
+    """After a good build, a build whose every answer is invalid: failures recorded, no stale rows left."""
+    config = BuildConfig(**{**DEMO_CONFIG, "seed": 99})
+    report = StageReport("casefacts (garbage)")
+    backends = {"generator": GarbageBackendDouble(config.generator_model),
+                "validator": GarbageBackendDouble(config.validator_model)}
+    claims = pipeline.run_pipeline(pipeline.BuildContext(con, None, report, config, backends, HashingEmbedder()))
+    assert claims.empty and report.counts["generate.llm_failed"] == 6
+    assert len(report.failures) == 6 and all("no claims" in f and "no JSON" in f for f in report.failures)
+    for table in ("generated", "factuality", "kept_claims", "cross_pairs", "claims"):
+        assert con.execute(f"SELECT count(*) FROM curated.casefacts_{table}").fetchone()[0] == 0
+    failed = con.execute("SELECT count(*) FROM ops.llm_calls WHERE status = 'failed'").fetchone()[0]
+    assert failed == 6
+    assert gate_dataset(claims, con.execute("SELECT * FROM curated.scotus_cases").df()) == [
+        "casefacts_claims: the dataset is empty"]
+
+
+def test_audit_command_against_the_warehouse(db, tmp_path, capsys):
+    from caseforge.cli import main
+
+    claims = tmp_path / "claims.json"
+    claims.write_text(json.dumps([
+        {"claim": "Poor defendants need not get a lawyer.", "case_name": ["Betts v. Brady"],
+         "overruling_case": "Gideon v. Wainwright", "label": "Overruled"},
+        {"claim": "Segregated schools are fine.", "case_name": ["Brown v. Board of Education of Topeka"],
+         "overruling_case": "Plessy v. Ferguson", "label": "Overruled"},
+        {"claim": "Some rule.", "case_name": ["Roe v. Wade"], "overruling_case": "Dobbs v. Jackson Women's Health "
+         "Organization", "label": "Overruled"},
+    ]))
+    assert main(["audit", "casefacts", "--claims", str(claims), "--format", "json", "--db", str(db)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["overruling_pairs"] == 3 and report["summary"]["overruling_pairs_checked"] == 2
+    assert [(d["case_name"], d["overruling_case"], d["case_decided"], d["overruling_decided"])
+            for d in report["date_inverted"]] == [
+        ("Brown v. Board of Education of Topeka", "Plessy v. Ferguson", "1954-05-17", "1896-05-18")]
+    assert {u["case_name"] for u in report["unmatched_case_names"]} == {
+        "Roe v. Wade", "Dobbs v. Jackson Women's Health Organization"}
