@@ -49,24 +49,22 @@ def check_inputs(con: duckdb.DuckDBPyConnection) -> None:
 
 def load_guides(con: duckdb.DuckDBPyConnection, guides: list[str] | None) -> dict[str, list[Paragraph]]:
     check_inputs(con)
-    frame = run_sql(con, "aquaechr/guide_paragraphs.sql", {"guides": guides}).df()
-    cites = run_sql(con, "aquaechr/guide_citations.sql", {"guides": guides}).df()
+    paragraphs = _records(run_sql(con, "aquaechr/guide_paragraphs.sql", {"guides": guides}))
+    cites = _records(run_sql(con, "aquaechr/guide_citations.sql", {"guides": guides}))
     by_paragraph: dict[tuple[str, str], list] = {}
-    for row in cites.to_dict("records"):
-        row = {k: (None if _is_missing(v) else v) for k, v in row.items()}
+    for row in cites:
         by_paragraph.setdefault((row["guide_id"], row["para_no"]), []).append(citation_from_row(row))
     out: dict[str, list[Paragraph]] = {}
-    for row in frame.to_dict("records"):
+    for row in paragraphs:
         out.setdefault(row["guide_id"], []).append(Paragraph(
             row["guide_id"], row["para_no"], row["text"], row["heading_path"],
             by_paragraph.get((row["guide_id"], row["para_no"]), [])))
     return out
 
 
-def _is_missing(value) -> bool:
-    if isinstance(value, (list, tuple)) or hasattr(value, "__len__") and not isinstance(value, str):
-        return False
-    return value is None or (isinstance(value, float) and value != value) or value is pd.NA or value is pd.NaT
+def _records(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def load_passages(con: duckdb.DuckDBPyConnection, candidates: list[Candidate]) -> dict[tuple[str, str], str]:
@@ -184,7 +182,7 @@ def to_frame(candidates: list[Candidate], passages: dict, run_id: int | None) ->
     frame = pd.DataFrame(rows)
     for column in ("comprehensiveness", "conciseness", "fluency", "n_answer_sentences", "n_cited_paragraphs"):
         if column in frame:
-            frame[column] = frame[column].astype("Int64")
+            frame[column] = frame[column].astype("float64")   # GX reads NaN as missing
     return frame
 
 

@@ -94,6 +94,11 @@ def country_names() -> tuple[str, ...]:
     return tuple(names)
 
 
+# words of applicant names too common to mark a question as naming the case
+GENERIC_NAME_WORDS = {"others", "and", "association", "party", "company", "limited", "church", "union",
+                      "foundation", "society", "republic", "group", "national", "people", "state", "states"}
+
+
 def _applicant_part(case_name: str) -> str:
     name = re.sub(r"^(?:case of|affaire)\s+", "", case_name.strip(), flags=re.IGNORECASE)
     name = re.split(r"\s+v\.?\s+", name, maxsplit=1)[0]
@@ -108,8 +113,10 @@ def names_in_question(question: str, case_names: list[str]) -> list[str]:
             found.append(name)
     for case_name in case_names:
         applicant = _applicant_part(case_name)
-        if len(applicant) >= 3 and re.search(rf"(?<!\w){re.escape(applicant)}(?!\w)", question, re.IGNORECASE):
-            found.append(applicant)
+        tokens = [t for t in re.findall(r"[^\W\d_][\w'’-]{3,}", applicant) if t.lower() not in GENERIC_NAME_WORDS]
+        for token in tokens:
+            if re.search(rf"(?<!\w){re.escape(token)}(?!\w)", question, re.IGNORECASE):
+                found.append(token)
     if re.search(r"\b[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*)* v\. [A-Z]", question):
         found.append("a 'X v. Y' case name")
     return found

@@ -51,7 +51,7 @@ def duplicates(vectors: np.ndarray, threshold: float = 0.8) -> dict[int, int]:
     found: dict[int, int] = {}
     kept: list[int] = []
     for i in range(len(vectors)):
-        match = next((j for j in kept if float(vectors[i] @ vectors[j]) >= threshold), None)
+        match = next((j for j in kept if float(vectors[i] @ vectors[j]) >= threshold - 1e-6), None)
         if match is None:
             kept.append(i)
         else:
