@@ -68,3 +68,21 @@ def test_bad_gold_file_is_a_clear_error(tmp_path):
     bad.write_text("question,answer,comprehensiveness,conciseness,answer_fluency\nq,a,7,3,3\n")
     with pytest.raises(ValueError, match="between 1 and 5"):
         read_gold(bad)
+
+
+def test_cli_eval_filter_through_the_replay_backend(tmp_path, capsys):
+    from caseforge.cli import main
+    from caseforge.llm.backends.replay import export_replay
+
+    recording = connect(tmp_path / "record.duckdb")
+    evaluate(recording, ScriptedJudgeDouble(), read_gold(GOLD))
+    replay = tmp_path / "judge.jsonl"
+    assert export_replay(recording, replay) == 6
+    recording.close()
+    code = main(["aquaechr", "eval-filter", "--gold", str(GOLD), "--llm", "replay", "--model", "double-judge",
+                 "--replay-file", str(replay), "--db", str(tmp_path / "w.duckdb")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "comprehensiveness    80.0    2    1    0    3" in out
+    assert "conciseness          66.7    1    0    1    4" in out
+    assert "overall              66.7    2    1    1    2" in out
