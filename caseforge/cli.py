@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "caseforge.commands.audit",
     "caseforge.commands.build",
     "caseforge.commands.export",
+    "caseforge.commands.aquaechr",
 ]
 
 

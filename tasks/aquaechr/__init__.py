@@ -1,0 +1,1 @@
+"""AQuAECHR: attributed question–answer pairs from the ECHR case-law guides."""

