@@ -9,27 +9,28 @@ import numpy as np
 
 from caseforge.llm.types import Completion
 
-CONTRACT_DDL = """
-CREATE TABLE IF NOT EXISTS curated.guide_paragraphs (guide_id VARCHAR, para_no VARCHAR, heading_path VARCHAR,
-    text VARCHAR, guide_version_date DATE);
-CREATE TABLE IF NOT EXISTS curated.guide_citations (guide_id VARCHAR, para_no VARCHAR, ordinal INTEGER,
-    case_name VARCHAR, year INTEGER, grand_chamber BOOLEAN, is_decision BOOLEAN, pinpoints VARCHAR[],
-    signal VARCHAR, is_ibid BOOLEAN, itemid VARCHAR, raw VARCHAR);
-CREATE TABLE IF NOT EXISTS curated.echr_paragraphs (itemid VARCHAR, para_no VARCHAR, part VARCHAR,
-    section VARCHAR, heading_path VARCHAR, text VARCHAR, ordinal INTEGER);
-CREATE TABLE IF NOT EXISTS curated.echr_judgments (itemid VARCHAR, docname VARCHAR, language VARCHAR);
-"""
-
-
 def create_contract_tables(con, paragraphs, citations, judgments=(), passages=()):
-    """paragraphs: (guide_id, para_no, heading, text); citations: (guide_id, para_no, ordinal, case_name,
-    year, pinpoints, itemid, raw); judgments: (itemid, docname, language); passages: (itemid, para_no, text)."""
-    con.execute(CONTRACT_DDL)
-    con.executemany("INSERT INTO curated.guide_paragraphs VALUES (?, ?, ?, ?, DATE '2023-08-31')", list(paragraphs))
-    con.executemany("INSERT INTO curated.guide_citations VALUES (?, ?, ?, ?, ?, false, false, ?, NULL, false, ?, ?)",
-                    [list(c) for c in citations])
-    con.executemany("INSERT INTO curated.echr_judgments VALUES (?, ?, ?)", list(judgments))
-    con.executemany("INSERT INTO curated.echr_paragraphs VALUES (?, ?, NULL, NULL, NULL, ?, 0)", list(passages))
+    """Fill the ECHR source tables (created by the migrations) with hand-made rows.
+
+    paragraphs: (guide_id, para_no, heading, text); citations: (guide_id, para_no, ordinal, case_name,
+    year, pinpoints, itemid, raw); judgments: (itemid, docname, language); passages: (itemid, para_no, text).
+    """
+    con.executemany(
+        "INSERT INTO curated.guide_paragraphs (guide_id, para_no, heading_path, text, guide_version_date, ordinal, "
+        "raw_sha256, updated_at) VALUES (?, ?, ?, ?, DATE '2023-08-31', ?, 'test', now())",
+        [list(p) + [i] for i, p in enumerate(paragraphs)])
+    con.executemany(
+        "INSERT INTO curated.guide_citations (guide_id, para_no, ordinal, case_name, year, grand_chamber, is_decision, "
+        "pinpoints, whole_case, signal, is_ibid, itemid, raw_citation, raw_sha256, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, false, false, ?, ?, NULL, false, ?, ?, 'test', now())",
+        [[g, p, o, name, year, [int(x) for x in (pins or [])], not pins, itemid, raw]
+         for g, p, o, name, year, pins, itemid, raw in citations])
+    con.executemany(
+        "INSERT INTO curated.echr_judgments (itemid, docname, language, judgment_date, raw_sha256, updated_at) "
+        "VALUES (?, ?, ?, DATE '2000-01-01', 'test', now())", list(judgments))
+    con.executemany(
+        "INSERT INTO curated.echr_paragraphs (itemid, para_no, part, text, ordinal, raw_sha256, updated_at) "
+        "VALUES (?, ?, 'judgment', ?, ?, 'test', now())", [list(p) + [i] for i, p in enumerate(passages)])
 
 
 class BagOfWordsEmbedderDouble:
