@@ -9,6 +9,15 @@ import numpy as np
 
 from caseforge.llm.types import Completion
 
+def _expand(pinpoints) -> list[int]:
+    """'186-187' → [186, 187], as the guide parser stores pinpoints."""
+    numbers = []
+    for item in pinpoints or []:
+        low, _, high = str(item).partition("-")
+        numbers.extend(range(int(low), int(high or low) + 1))
+    return numbers
+
+
 def create_contract_tables(con, paragraphs, citations, judgments=(), passages=()):
     """Fill the ECHR source tables (created by the migrations) with hand-made rows.
 
@@ -23,7 +32,7 @@ def create_contract_tables(con, paragraphs, citations, judgments=(), passages=()
         "INSERT INTO curated.guide_citations (guide_id, para_no, ordinal, case_name, year, grand_chamber, is_decision, "
         "pinpoints, whole_case, signal, is_ibid, itemid, raw_citation, raw_sha256, updated_at) "
         "VALUES (?, ?, ?, ?, ?, false, false, ?, ?, NULL, false, ?, ?, 'test', now())",
-        [[g, p, o, name, year, [int(x) for x in (pins or [])], not pins, itemid, raw]
+        [[g, p, o, name, year, _expand(pins), not pins, itemid, raw]
          for g, p, o, name, year, pins, itemid, raw in citations])
     con.executemany(
         "INSERT INTO curated.echr_judgments (itemid, docname, language, judgment_date, raw_sha256, updated_at) "

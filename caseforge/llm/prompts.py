@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
 
 from caseforge.config import PROMPTS_DIR
 
@@ -49,9 +50,31 @@ class _CompiledTemplate:
             raise FileNotFoundError(f"prompt template not found: {root / template_name}") from exc
         if "user" not in self.template.blocks:
             raise ValueError(f"prompt template {template_name} needs a {{% block user %}}")
+        self._load_include_closure(template_name)
         self._checked: dict[str, tuple[tuple, int]] = {}
         self._hashed: tuple[str, ...] = ()
         self._sha = ""
+
+    def _load_include_closure(self, template_name: str) -> None:
+        """Load every template this one can include, so the hash never depends on which branch rendered.
+
+        Static references are followed recursively; a dynamic one (a name in a variable) brings in
+        every template of the including file's folder.
+        """
+        pending, seen = [template_name], set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            source = self.loader.get_source(self.env, name)[0]
+            for reference in jinja2.meta.find_referenced_templates(self.env.parse(source)):
+                if reference is None:
+                    folder = os.path.dirname(name)
+                    pending.extend(n for n in self.loader.list_templates()
+                                   if os.path.dirname(n) == folder and n.endswith(".j2"))
+                else:
+                    pending.append(reference)
 
     def is_current(self) -> bool:
         """Same bytes on disk as when compiled? Checked by stat, and by content when the stat can't tell.
@@ -80,7 +103,7 @@ class _CompiledTemplate:
 
     def sha(self) -> str:
         names = tuple(sorted(self.loader.loaded))
-        if names != self._hashed:   # an include seen for the first time joins the hash
+        if names != self._hashed:
             digest = hashlib.sha256()
             for name in names:
                 digest.update(name.encode())

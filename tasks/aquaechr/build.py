@@ -45,6 +45,9 @@ def check_inputs(con: duckdb.DuckDBPyConnection) -> None:
     if missing:
         raise RuntimeError(f"aquaechr needs curated.{', curated.'.join(missing)}: ingest the ECHR guides and "
                            "HUDOC judgments first")
+    if run_sql(con, "aquaechr/guide_paragraph_count.sql").fetchone()[0] == 0:
+        raise RuntimeError("curated.guide_paragraphs is empty: run `caseforge ingest guides` (and `ingest hudoc` "
+                           "for the cited judgments) first")
 
 
 def load_guides(con: duckdb.DuckDBPyConnection, guides: list[str] | None) -> dict[str, list[Paragraph]]:
