@@ -39,7 +39,8 @@ def _jsonable(value):
     return value
 
 
-def print_rows(columns: list[str], rows: list[tuple], fmt: str, out=sys.stdout) -> None:
+def print_rows(columns: list[str], rows: list[tuple], fmt: str, out=None) -> None:
+    out = out or sys.stdout
     if fmt == "json":
         json.dump([{c: _jsonable(v) for c, v in zip(columns, row)} for row in rows], out,
                   ensure_ascii=False, default=str, indent=1)
