@@ -11,6 +11,7 @@ from caseforge.orchestration import quiet_prefect_defaults
 COMMAND_MODULES = [
     "caseforge.commands.ingest",
     "caseforge.commands.query",
+    "caseforge.commands.evaluate",
 ]
 
 
