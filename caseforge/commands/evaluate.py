@@ -109,8 +109,7 @@ def run_casefacts(args: argparse.Namespace) -> int:
 def run_case(args: argparse.Namespace) -> int:
     from caseforge.flows.case_rag import case_eval
 
-    needs_llm = True
-    if needs_llm and not (args.llm and args.model):
+    if not (args.llm and args.model):
         raise CommandFailed([f"--system {args.system} needs --llm BACKEND and --model M"])
     state, run_id = case_eval(system=args.system, db=args.db, k=args.k, limit=args.limit, llm=args.llm,
                               model=args.model, replay_file=args.replay_file, retriever=args.retriever,

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS staging.barexam_questions (
 CREATE TABLE IF NOT EXISTS curated.barexam_questions (
     question_id VARCHAR PRIMARY KEY, dataset VARCHAR, source VARCHAR, subject VARCHAR, prompt VARCHAR,
     question VARCHAR NOT NULL,
-    choice_a VARCHAR NOT NULL, choice_b VARCHAR NOT NULL, choice_c VARCHAR NOT NULL, choice_d VARCHAR NOT NULL,
+    choice_a VARCHAR NOT NULL, choice_b VARCHAR NOT NULL, choice_c VARCHAR, choice_d VARCHAR,   -- a few have 3 options
     answer VARCHAR NOT NULL, gold_passage_id VARCHAR, raw_sha256 VARCHAR NOT NULL
 );
 

@@ -75,7 +75,8 @@ def evaluate_retrieval(prepared: list[PreparedClaim], retriever: Retriever, k: i
 
 
 def summarise(items: list[ItemResult]) -> dict[str, float]:
-    metrics = aggregate([(i.label, i.scores) for i in items if i.status == "ok"])
+    # failed items that were scored (e.g. no verdict stated) count as wrong; unscored ones are counted apart
+    metrics = aggregate([(i.label, i.scores) for i in items if i.status != "skipped" and i.scores])
     metrics["n_skipped_gold_missing"] = sum(1 for i in items if i.status == "skipped")
     metrics["n_failed"] = sum(1 for i in items if i.status == "failed")
     metrics["n_gold_fuzzy_matched"] = sum(1 for i in items if i.gold.get("fuzzy"))

@@ -55,7 +55,9 @@ def save_run(con: duckdb.DuckDBPyConnection, run_id: str, task: str, system: str
 
 
 def load_metrics(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float]:
-    return {name: value for name, value in run_sql(con, "evaluation/run_metrics.sql", {"eval_run_id": run_id}).fetchall()}
+    rows = run_sql(con, "evaluation/run_metrics.sql", {"eval_run_id": run_id}).fetchall()
+    # counts are stored as DOUBLE; give them back as integers
+    return {name: int(value) if name.startswith("n") and float(value).is_integer() else value for name, value in rows}
 
 
 def export_run(out_dir: Path, run_id: str, header: dict, items: list[ItemResult], metrics: dict[str, float]) -> list[Path]:
