@@ -8,7 +8,8 @@ import sys
 from caseforge.cli import CommandFailed, add_db_option
 
 KEY_METRICS = ("n", "recall@1", "recall@5", "recall@10", "evidence_score", "evidence_score_f1",
-               "verdict_accuracy", "verdict_score", "accuracy", "n_skipped_gold_missing", "n_failed")
+               "verdict_accuracy", "verdict_score", "accuracy", "accuracy_unanimous", "n_unanimous", "accuracy_split",
+               "n_split", "n_skipped_gold_missing", "n_failed")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
