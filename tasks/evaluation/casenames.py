@@ -19,7 +19,12 @@ _ET_AL = re.compile(r"\bet\.?\s+al\.?", re.IGNORECASE)
 _VERSUS = re.compile(r"\b(?:vs?|versus)\b\.?", re.IGNORECASE)
 _NON_WORD = re.compile(r"[^a-z0-9 ]+")
 _SPACES = re.compile(r"\s+")
+_US = re.compile(r"\bU\.\s*S\.(?:\s*A\.)?")
 _CORPORATE = re.compile(r"\b(?:inc|co|corp|company|corporation|ltd|llc)\b")
+_ABBREVIATIONS = {"ins": "insurance", "assn": "association", "dept": "department", "natl": "national",
+                  "intl": "international", "bd": "board", "educ": "education", "govt": "government",
+                  "commn": "commission", "univ": "university", "mfg": "manufacturing", "r": "railroad",
+                  "ry": "railway", "us": "united states", "sec": "securities and exchange commission"}
 
 
 def normalise_case_name(name: str) -> str:
@@ -28,11 +33,18 @@ def normalise_case_name(name: str) -> str:
     text = text.replace("’", "'").replace("&", " and ")
     text = _COUNTER.sub("", text.strip())
     text = _ET_AL.sub(" ", text)
+    text = _US.sub(" United States ", text)
     text = _VERSUS.sub(" v ", text.lower())
     text = text.replace("'", "")
     text = _NON_WORD.sub(" ", text)
     text = _CORPORATE.sub(" ", text)
-    return _SPACES.sub(" ", text).strip()
+    words = [_ABBREVIATIONS.get(word, word) for word in text.split()]
+    return " ".join(words)
+
+
+def _sides(key: str) -> tuple[str, str]:
+    first, _, second = key.partition(" v ")
+    return first, second
 
 
 @dataclass(frozen=True)
@@ -68,16 +80,23 @@ class CaseNameIndex:
         return match
 
     def _fuzzy(self, name: str, key: str) -> NameMatch:
+        """Both parties must each be similar: "Borden v. United States" is not "Gordon v. United States"."""
         best_key, best = None, 0.0
         matcher = difflib.SequenceMatcher(autojunk=False)
         matcher.set_seq2(key)
+        first, second = _sides(key)
         for candidate in self._keys:
             matcher.set_seq1(candidate)
             if matcher.real_quick_ratio() < self.threshold or matcher.quick_ratio() < self.threshold:
                 continue
             ratio = matcher.ratio()
-            if ratio > best:
-                best_key, best = candidate, ratio
+            if ratio <= best or ratio < self.threshold:
+                continue
+            c_first, c_second = _sides(candidate)
+            if min(difflib.SequenceMatcher(None, first, c_first).ratio(),
+                   difflib.SequenceMatcher(None, second, c_second).ratio()) < self.threshold:
+                continue
+            best_key, best = candidate, ratio
         if best_key is None or best < self.threshold:
             return NameMatch(name, frozenset(), "none", best)
         return NameMatch(name, frozenset(self.by_name[best_key]), "fuzzy", best)

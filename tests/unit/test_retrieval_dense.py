@@ -30,3 +30,7 @@ def test_dense_and_hybrid_find_the_paraphrase(tmp_path):
     hybrid = build_retriever("hybrid", corpus, tmp_path)
     assert hybrid.search(["government censorship of speech"], k=3)[0][0][0] == "speech"
     assert (tmp_path / "law" / "dense" / "embeddings.npy").exists()
+    assert (tmp_path / "law" / "dense" / "query_cache.npz").exists()
+    again = build_retriever("dense", corpus, tmp_path)
+    again.encode = None  # a cached query must not be encoded again
+    assert again.search(["Can officers enter my house without judicial permission?"], k=1)[0][0][0] == "search"
