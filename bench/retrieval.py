@@ -4,7 +4,7 @@
 
 Passages are random word sequences from a Zipf-distributed vocabulary (so a few words are
 frequent, most are rare, as in real text). Lexical retrievers run on N_PASSAGES (default 100,000);
-dense encoding on CPU is the bottleneck, so dense and hybrid run on N_DENSE (default 2,000) and
+dense encoding on CPU is the bottleneck, so dense and hybrid run on N_DENSE (default 500) and
 the printout says so. Build time and search throughput are measured in this one run.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ def measure(kind: str, corpus: Corpus, queries: list[str]) -> tuple[float, float
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    n_dense = int(sys.argv[2]) if len(sys.argv) > 2 else 2_000
+    n_dense = int(sys.argv[2]) if len(sys.argv) > 2 else 500
     big, queries = synthetic(n)
     small, _ = synthetic(n_dense, seed=1)
     print(f"{N_QUERIES} queries of {QUERY_WORDS} words, top {K}; passages of {WORDS_PER_PASSAGE} words")
