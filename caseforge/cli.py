@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "caseforge.commands.build",
     "caseforge.commands.export",
     "caseforge.commands.aquaechr",
+    "caseforge.commands.evaluate",
 ]
 
 

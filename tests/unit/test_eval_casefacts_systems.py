@@ -1,0 +1,119 @@
+"""CaseFacts systems on a hand-made five-case corpus: retrieval-only through the CLI, LLM systems with a test double."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from legal_doubles import ScriptedLegalBackendDouble  # noqa: E402
+
+from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
+from caseforge.runs import StageReport  # noqa: E402
+from caseforge.tasks.evaluation import casefacts_eval, casefacts_llm  # noqa: E402
+from caseforge.tasks.evaluation.casefacts_data import load_claims  # noqa: E402
+from caseforge.tasks.evaluation.casenames import CaseNameIndex  # noqa: E402
+from caseforge.warehouse import connect  # noqa: E402
+
+CLAIMS = Path(__file__).resolve().parent.parent / "fixtures" / "casefacts" / "claims_tiny.json"
+CASES = [
+    ("101", "Riley v. California", "Police arrested Riley and searched his cell phone without a warrant. "
+                                   "The question was whether the search of a phone's digital contents incident to "
+                                   "arrest needs a warrant. The Court held a warrant is generally required."),
+    ("102", "Obergefell v. Hodges", "Same-sex couples challenged state bans on their marriage. The Court held "
+                                    "the Fourteenth Amendment requires states to license marriage between two people "
+                                    "of the same sex."),
+    ("103", "Plessy v. Ferguson", "Louisiana required separate railway cars by race. The Court upheld separate "
+                                  "but equal facilities."),
+    ("104", "Brown v. Board of Education", "Black children were denied admission to white public schools. The "
+                                           "Court held that racial segregation in public schools is unconstitutional."),
+    ("105", "New York State Rifle & Pistol Association Inc. v. Bruen", "New York required proper cause for a "
+                                                                       "license to carry a handgun in public."),
+]
+
+
+class _Session:
+    def __init__(self, con):
+        self.con, self.report = con, StageReport("test")
+
+
+def _prepared():
+    claims, problems = load_claims(CLAIMS)
+    assert problems == [("claim-00004", "empty or missing claim")]
+    names = CaseNameIndex([(cid, name) for cid, name, _ in CASES])
+    corpus = Corpus.from_pairs("tiny", [(cid, text) for cid, _, text in CASES])
+    return casefacts_eval.prepare(claims, names, set(corpus.ids)), corpus, names
+
+
+def test_gold_outside_the_corpus_is_skipped_or_counted_as_missed():
+    prepared, corpus, names = _prepared()
+    skipped = [p for p in prepared if p.skip_reason]
+    assert [p.claim.item_id for p in skipped] == ["claim-00003"]
+    assert "Marbury v. Madison" in skipped[0].skip_reason
+    # overruled claim: the overruling case joins the gold evidence
+    assert prepared[2].gold.cases == [frozenset({"103"}), frozenset({"104"})]
+    claims, _ = load_claims(CLAIMS)
+    as_miss = casefacts_eval.prepare(claims, names, set(corpus.ids), missing_gold="miss")
+    assert all(p.skip_reason is None for p in as_miss[:3])
+    assert as_miss[3].skip_reason is not None    # no gold case at all in the corpus: cannot be scored
+
+
+def test_retrieval_only_scores(tmp_path):
+    prepared, corpus, _ = _prepared()
+    items = casefacts_eval.evaluate_retrieval(prepared, build_retriever("bm25", corpus, persist=False), k=3)
+    metrics = casefacts_eval.summarise(items)
+    assert metrics["n"] == 3 and metrics["n_skipped_gold_missing"] == 1
+    riley = next(i for i in items if i.item_id == "claim-00000")
+    assert riley.predicted["cases"][0] == "101" and riley.scores["recall@1"] == 1.0
+    assert 0 <= metrics["recall@1"] <= metrics["recall@5"] <= metrics["recall@10"] <= 1
+
+
+@pytest.mark.parametrize("system", ["closed-book", "retrieve-verify", "case"])
+def test_llm_systems_with_a_test_double(system, tmp_path, monkeypatch):
+    prepared, corpus, names = _prepared()
+    double = ScriptedLegalBackendDouble()
+    monkeypatch.setattr(casefacts_llm, "get_backend", lambda *a, **kw: double)
+    session = _Session(connect(tmp_path / "w.duckdb"))
+    items = casefacts_llm.run_llm_system(session, system, prepared, corpus, names,
+                                         lambda kind: build_retriever(kind, corpus, persist=False),
+                                         llm="double", model=double.model, replay_file=None, retriever="bm25",
+                                         k=3, max_rounds=2, seed=3)
+    assert [i.status for i in items] == ["ok", "ok", "ok", "skipped"], [i.reason for i in items]
+    metrics = casefacts_eval.summarise(items)
+    assert metrics["n"] == 3 and "verdict_score" in metrics and "verdict_accuracy/SUPPORTED" in metrics
+    for item in items[:3]:
+        assert item.predicted["verdict"] in ("SUPPORTED", "REFUTED", "OVERRULED")
+        assert item.scores["verdict_score"] == item.scores["evidence_score"] * item.scores["verdict_accuracy"]
+    if system == "retrieve-verify":
+        # the double cites the first two cases shown, which the retriever ranked
+        assert items[0].predicted["cases"][0] == "101"
+    asked = double.asked
+    casefacts_llm.run_llm_system(session, system, prepared, corpus, names,
+                                 lambda kind: build_retriever(kind, corpus, persist=False),
+                                 llm="double", model=double.model, replay_file=None, retriever="bm25",
+                                 k=3, max_rounds=2, seed=3)
+    assert double.asked == asked   # a re-run is answered from the cache
+
+
+@pytest.mark.slow
+def test_cli_eval_casefacts_bm25_json(tmp_path, capsys):
+    from caseforge.cli import main
+
+    db = tmp_path / "w.duckdb"
+    con = connect(db)
+    con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
+                    [(int(cid), name, text) for cid, name, text in CASES])
+    con.close()
+    code = main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25", "--format", "json", "--k", "3",
+                 "--db", str(db), "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    metrics = json.loads(out[out.index("{"):])
+    assert code == 1   # the empty claim is a recorded failure, so the run reports it
+    assert metrics["n"] == 3 and metrics["n_skipped_gold_missing"] == 1 and metrics["n_failed"] == 1
+    assert {"recall@1", "recall@5", "recall@10", "evidence_score", "evidence_score_f1"} <= set(metrics)
+    assert len(list((tmp_path / "out").glob("*.metrics.json"))) == 1
+    con = connect(db)
+    assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone()[0] == 5
