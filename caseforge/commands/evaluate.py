@@ -54,6 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(case)
     case.set_defaults(handler=run_case)
 
+    from caseforge.commands import aquaechr, casegen
+
+    tasks.add_parser("casegen", parents=[casegen.eval_options()], help="CaseGen: generate, judge, score, report"
+                     ).set_defaults(handler=casegen.run_eval)
+    tasks.add_parser("aquaechr-filter", parents=[aquaechr.eval_filter_options()],
+                     help="AQuAECHR: the quality judge's F1 against expert scores").set_defaults(
+                         handler=aquaechr.run_eval_filter)
+
 
 def print_metrics(metrics: dict[str, float], fmt: str) -> None:
     if fmt == "json":
