@@ -15,9 +15,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 
 setup: $(VENV)/.installed
 
-# The main job: the full refresh on the recorded samples (no network needed).
+# The main job: the nightly refresh of every source on the recorded samples (no network needed).
 run: setup
-	$(BIN)/caseforge ingest oyez --from-dir $(SAMPLES)/oyez/cases --legacy-table $(SAMPLES)/oyez/legacy_justice_table.csv
+	CASEFORGE_SAMPLES=$(SAMPLES) $(BIN)/caseforge run nightly --from-samples
 
 test: setup
 	$(BIN)/python -m pytest -q

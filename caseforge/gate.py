@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -28,6 +29,8 @@ BATCH_LEVEL_TYPES = frozenset({
 })
 DEFAULT_MAX_FAILED_ROW_FRACTION = 0.5
 MIN_ROWS_FOR_FRACTION_RULE = 20
+# One GX context serves the process and is not thread-safe: parallel sources must take turns.
+_GX_LOCK = threading.Lock()
 
 
 @dataclass
@@ -96,11 +99,13 @@ def validate(table: str, frame: pd.DataFrame) -> GateResult:
     suite_json = load_suite_json(table)
     frame = frame.reset_index(drop=True)
     result = GateResult(table=table, suite=suite_json["name"], rows_checked=len(frame), passed=frame)
-    gx, batch_definition = _context()
-    suite = gx.ExpectationSuite(name=suite_json["name"], expectations=suite_json["expectations"])
-    batch = batch_definition.get_batch(batch_parameters={"dataframe": _gx_safe(frame)})
-    outcome = batch.validate(suite, result_format="COMPLETE")
-    result.result_json = outcome.to_json_dict()
+    safe = _gx_safe(frame)
+    with _GX_LOCK:
+        gx, batch_definition = _context()
+        suite = gx.ExpectationSuite(name=suite_json["name"], expectations=suite_json["expectations"])
+        batch = batch_definition.get_batch(batch_parameters={"dataframe": safe})
+        outcome = batch.validate(suite, result_format="COMPLETE")
+        result.result_json = outcome.to_json_dict()
     for item in outcome.results:
         if item.success:
             continue

@@ -63,6 +63,20 @@ def _oyez_refresh(settings: Settings, **kwargs) -> StageReport:
     return ingest.refresh(settings, **kwargs)
 
 
+def _flow_refresh(module: str, flow_name: str) -> Callable[..., dict]:
+    """A source whose refresh is a Prefect flow: run it as a subflow and hand back its report."""
+    def refresh(settings: Settings, **kwargs) -> dict:
+        import importlib
+
+        flow = getattr(importlib.import_module(module), flow_name)
+        state = flow(db=str(settings.db_path), **kwargs, return_state=True)
+        result = state.result(raise_on_failure=False)
+        if isinstance(result, BaseException) or not isinstance(result, dict):
+            raise RuntimeError(f"{flow_name} crashed: {result}")
+        return result
+    return refresh
+
+
 def _export_scotus(con: duckdb.DuckDBPyConnection, out_dir: Path):
     from caseforge.release_oyez import export_scotus
 
@@ -82,10 +96,19 @@ def _plot_scotus_decades(con: duckdb.DuckDBPyConnection):
 
 SOURCES: dict[str, SourceSpec] = {
     "oyez": SourceSpec(refresh=_oyez_refresh, archive_source="oyez"),
+    "hudoc": SourceSpec(refresh=_flow_refresh("caseforge.flows.hudoc", "hudoc_refresh"), archive_source="hudoc"),
+    "guides": SourceSpec(refresh=_flow_refresh("caseforge.flows.guides", "guides_refresh"), archive_source="guides"),
+    "cn": SourceSpec(refresh=_flow_refresh("caseforge.flows.cn", "cn_refresh"), archive_source="cn"),
+    "barexam": SourceSpec(refresh=_flow_refresh("caseforge.flows.case_rag", "barexam_import"),
+                          archive_source="barexam"),
 }
 
 SAMPLE_INPUTS: dict[str, dict[str, str]] = {
     "oyez": {"from_dir": "oyez/cases", "legacy_table": "oyez/legacy_justice_table.csv"},
+    "hudoc": {"from_dir": "hudoc"},
+    "guides": {"from_dir": "echr_guides"},
+    "cn": {"from_dir": "cn"},
+    "barexam": {"from_dir": "barexam"},
 }
 
 BUILDERS: dict[str, BuilderSpec] = {}

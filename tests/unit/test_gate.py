@@ -62,3 +62,15 @@ def test_rejected_batch_leaves_curated_untouched_and_is_recorded(db_path):
     assert [(r[0], r[1], r[2]) for r in rows] == [(7, True, False), (8, False, True)]
     assert "unique" in json.loads(rows[1][3])[0]["expectation"]
     assert con.execute("SELECT count(*) FROM ops.quarantine WHERE run_id = 8 AND stage = 'gate'").fetchone()[0] == 2
+
+
+def test_parallel_validations_each_see_their_own_batch():
+    from concurrent.futures import ThreadPoolExecutor
+
+    good = case_rows(40)
+    bad = case_rows(40)
+    bad["name"] = None
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda frame: validate("scotus_cases", frame), [good, bad] * 4))
+    assert [r.batch_rejected for r in results] == [False, True] * 4
+    assert all(not r.failed_rows for r in results[0::2])
