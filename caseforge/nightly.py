@@ -111,7 +111,17 @@ SAMPLE_INPUTS: dict[str, dict[str, str]] = {
     "barexam": {"from_dir": "barexam"},
 }
 
-BUILDERS: dict[str, BuilderSpec] = {}
+def _build_casegen_items(settings: Settings, **options) -> StageReport:
+    from caseforge.tasks.casegen.pipeline import run_build
+
+    return run_build(settings, limit=options.get("limit"))
+
+
+# LLM builders (casefacts, aquaechr) need a configured backend and model; they are run with
+# `caseforge build ...` until the nightly carries LLM settings. CaseGen items need no model.
+BUILDERS: dict[str, BuilderSpec] = {
+    "casegen_items": BuilderSpec(inputs=("curated.cn_judgments",), run=_build_casegen_items),
+}
 
 EXPORTS: dict[str, ExportSpec] = {
     "scotus": ExportSpec(inputs=("curated.scotus_cases",), write=_export_scotus),

@@ -5,6 +5,7 @@ import os
 import re
 import sys
 import threading
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -16,6 +17,11 @@ from caseforge.config import SQL_DIR
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+# Two threads opening the same file at once race in DuckDB's instance cache ("Unique file handle
+# conflict"); parallel sources open their connections one at a time.
+_CONNECT_LOCK = threading.Lock()
 
 
 class WarehouseBusy(RuntimeError):
@@ -66,14 +72,15 @@ def connect(db_path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConn
         raise FileNotFoundError(f"no warehouse at {db_path}; run an ingest first or pass --db")
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        con = duckdb.connect(str(db_path), read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise WarehouseBusy(f"{db_path} is held by another caseforge process: {exc}") from exc
-        raise
-    if not read_only:
-        migrate(con)
+    with _CONNECT_LOCK:
+        try:
+            con = duckdb.connect(str(db_path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise WarehouseBusy(f"{db_path} is held by another caseforge process: {exc}") from exc
+            raise
+        if not read_only:
+            migrate(con)
     return con
 
 

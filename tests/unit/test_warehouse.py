@@ -58,3 +58,20 @@ def test_busy_without_mirror_is_a_clear_error(db_path, tmp_path):
     writer.close()
     assert out.stdout.strip() == "busy: True", out.stderr
     assert WarehouseBusy
+
+
+def test_threads_can_open_the_same_warehouse_at_once(db_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    connect(db_path).close()
+
+    def open_and_count(_):
+        con = connect(db_path)
+        try:
+            return con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0]
+        finally:
+            con.close()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        counts = list(pool.map(open_and_count, range(24)))
+    assert len(set(counts)) == 1 and counts[0] > 0
