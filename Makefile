@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test test-smollm bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
+test-smollm: setup
+	$(BIN)/python -m pytest -q -m smollm_pipeline
 
 bench: setup
 	$(BIN)/python bench/oyez_parse.py

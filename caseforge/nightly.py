@@ -244,7 +244,10 @@ def source_kwargs(name: str, from_samples: bool, samples_dir: Path) -> dict | No
     mapping = SAMPLE_INPUTS.get(name)
     if mapping is None:
         return None
-    return {arg: str(samples_dir / rel) for arg, rel in mapping.items()}
+    paths = {arg: samples_dir / rel for arg, rel in mapping.items()}
+    if not all(path.exists() for path in paths.values()):
+        return None
+    return {arg: str(path) for arg, path in paths.items()}
 
 
 def run_source(settings: Settings, name: str, kwargs: dict) -> StageOutcome:
@@ -353,7 +356,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     for name in names:
         kwargs = source_kwargs(name, options.from_samples, samples_dir)
         if kwargs is None:
-            outcomes.append(StageOutcome("source", name, "skipped", note="no samples mapped (SAMPLE_INPUTS)"))
+            outcomes.append(StageOutcome("source", name, "skipped", note="no samples for it (SAMPLE_INPUTS, or its folder is absent)"))
         else:
             planned.append((name, kwargs))
     outcomes += map_sources(settings, planned)

@@ -17,15 +17,19 @@ from caseforge.warehouse import connect  # noqa: E402
 
 
 @pytest.mark.slow
+@pytest.mark.smollm_pipeline
 @pytest.mark.samples
 def test_two_cases_with_smollm2_via_llamacpp(samples_dir, tmp_path):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama_cpp is not installed")
     if importlib.util.find_spec("caseforge.llm.backends.llamacpp") is None:
         pytest.skip("the llamacpp backend is not on this branch")
-    model = os.environ.get("CASEFORGE_LLAMACPP_MODEL")
-    if not model or not Path(model).exists():
-        pytest.skip("set CASEFORGE_LLAMACPP_MODEL to a local SmolLM2 GGUF file")
+    from caseforge.llm.backends.llamacpp import smollm2_gguf_path
+
+    try:
+        model = os.environ.get("CASEFORGE_LLAMACPP_MODEL") or str(smollm2_gguf_path())
+    except (FileNotFoundError, RuntimeError) as exc:
+        pytest.skip(f"no local SmolLM2 GGUF file: {exc}")
     con = connect(tmp_path / "w.duckdb")
     load_demo_cases(con, samples_dir, scratch=tmp_path)
     # One small model for both roles: allowed here, with the family warning recorded.

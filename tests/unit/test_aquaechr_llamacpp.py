@@ -10,6 +10,7 @@ from caseforge.warehouse import connect
 
 
 @pytest.mark.slow
+@pytest.mark.smollm_pipeline
 def test_smollm2_candidates_are_kept_or_removed_with_a_reason(db_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     from caseforge.llm import get_backend

@@ -22,6 +22,7 @@ def _smollm2_path() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.smollm_pipeline
 @pytest.mark.samples
 def test_llm_only_baseline_with_smollm2(samples_dir, tmp_path):
     from caseforge.llm import get_backend

@@ -12,11 +12,15 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "casegen" / "ful
 
 
 @pytest.mark.slow
+@pytest.mark.smollm_pipeline
 def test_smollm_drafts_a_judgment_item(db_path, tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    model_path = os.environ.get("CASEFORGE_SMOLLM_GGUF")
-    if not model_path or not Path(model_path).exists():
-        pytest.skip("set CASEFORGE_SMOLLM_GGUF to a local SmolLM2 GGUF file")
+    from caseforge.llm.backends.llamacpp import smollm2_gguf_path
+
+    try:
+        model_path = os.environ.get("CASEFORGE_SMOLLM_GGUF") or str(smollm2_gguf_path())
+    except (FileNotFoundError, RuntimeError) as exc:
+        pytest.skip(f"no local SmolLM2 GGUF file: {exc}")
     config = settings(db_path)
     pipeline.run_build(config, from_file=str(FIXTURE), limit=1)
     params = pipeline.EvalParams(models=[model_path], llm="llamacpp", judge_model=None, task="judgment", limit=1,

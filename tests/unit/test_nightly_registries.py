@@ -169,7 +169,8 @@ def test_from_samples_skips_sources_without_a_mapping(registries, tmp_path):
     result = nightly.run_nightly(load_settings(tmp_path / "cf.duckdb"),
                                  nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
     assert {o.name: o.note for o in result.outcomes if o.stage == "source"} == {
-        "alpha": "no samples mapped (SAMPLE_INPUTS)", "beta": "no samples mapped (SAMPLE_INPUTS)"}
+        "alpha": "no samples for it (SAMPLE_INPUTS, or its folder is absent)",
+        "beta": "no samples for it (SAMPLE_INPUTS, or its folder is absent)"}
 
 
 def test_status_command_table_and_json(registries, tmp_path, capsys):
@@ -193,3 +194,12 @@ def test_status_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
 
     assert main(["status", "--db", str(tmp_path / "none.duckdb")]) == 2
     assert "no warehouse" in capsys.readouterr().err
+
+
+def test_a_source_whose_sample_folder_is_absent_is_skipped(tmp_path):
+    (tmp_path / "oyez" / "cases").mkdir(parents=True)
+    (tmp_path / "oyez" / "legacy_justice_table.csv").write_text("ID,name,facts,disposition\n")
+    assert nightly.source_kwargs("oyez", True, tmp_path) == {
+        "from_dir": str(tmp_path / "oyez" / "cases"), "legacy_table": str(tmp_path / "oyez" / "legacy_justice_table.csv")}
+    assert nightly.source_kwargs("hudoc", True, tmp_path) is None
+    assert nightly.source_kwargs("hudoc", False, tmp_path) == {}

@@ -38,6 +38,8 @@ def resolve_model_path(model: str, model_path: str | Path | None) -> Path:
     chosen = model_path or os.environ.get("CASEFORGE_LLAMACPP_MODEL_PATH")
     if chosen:
         path = Path(chosen).expanduser()
+    elif model.lower().endswith(".gguf"):
+        path = Path(model).expanduser()
     elif model == DEFAULT_MODEL or model.lower().startswith("smollm2"):
         path = smollm2_gguf_path()
     else:
