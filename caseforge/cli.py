@@ -14,6 +14,7 @@ __all__ = ["CommandFailed", "add_db_option", "main"]
 COMMAND_MODULES = [
     "caseforge.commands.ingest",
     "caseforge.commands.query",
+    "caseforge.commands.evaluate",
 ]
 
 

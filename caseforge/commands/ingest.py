@@ -43,8 +43,16 @@ def _cn(args: argparse.Namespace):
 
 # source name -> function running its flow and returning the final Prefect state
 SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {
-    "oyez": _oyez, "hudoc": _hudoc, "guides": _guides, "cn": _cn,
+    "oyez": _oyez, "hudoc": _hudoc, "guides": _guides, "cn": _cn, "barexam": _barexam,
 }
+def _barexam(args: argparse.Namespace):
+    from caseforge.flows.case_rag import barexam_import
+
+    if not args.from_dir:
+        raise ValueError("barexam: --from-dir DIR (holding barexam_qa.csv and passages_*.jsonl) is required")
+    return barexam_import(from_dir=args.from_dir, db=args.db, return_state=True)
+
+
 
 
 def register(sub: argparse._SubParsersAction) -> None:

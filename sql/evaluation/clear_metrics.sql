@@ -1,0 +1,1 @@
+DELETE FROM eval.metrics WHERE eval_run_id = ?;

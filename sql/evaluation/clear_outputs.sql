@@ -1,0 +1,1 @@
+DELETE FROM eval.item_outputs WHERE eval_run_id = ?;

@@ -1,0 +1,1 @@
+"""Bar Exam QA: questions and passages CASE and its baselines run on."""

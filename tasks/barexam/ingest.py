@@ -1,0 +1,46 @@
+"""Import Bar Exam QA from a folder: archive each file, parse, gate and curate."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from caseforge.archive import RawArchive
+from caseforge.gate import quarantine
+from caseforge.load import gate_and_load
+from caseforge.runs import StageReport
+from caseforge.tasks.barexam.parse import parse_passages, parse_questions
+
+SOURCE = "barexam"
+QUESTIONS_FILE = "barexam_qa.csv"
+PASSAGE_GLOB = "passages_*.jsonl"
+
+
+def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser, curate_sql: str, key: str,
+          report: StageReport, content_type: str) -> None:
+    payload, _ = archive.store_file(SOURCE, path.name, path, content_type=content_type)
+    frame, problems = parser(payload.body, payload.sha256)
+    for problem in problems:
+        report.add("quarantined")
+        report.fail(f"{path.name}: {problem}")
+        quarantine(con, run_id, table, "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
+    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key)
+    report.add(f"{table}_loaded", outcome.staged)
+    report.add("quarantined", outcome.quarantined)
+    for reason in outcome.reasons:
+        report.fail(reason)
+
+
+def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, folder: Path,
+                  report: StageReport) -> None:
+    folder = Path(folder)
+    questions = folder / QUESTIONS_FILE
+    passages = sorted(folder.glob(PASSAGE_GLOB))
+    if not questions.exists() and not passages:
+        raise FileNotFoundError(f"{folder}: neither {QUESTIONS_FILE} nor {PASSAGE_GLOB} found")
+    for path in passages:
+        _load(con, archive, run_id, path, "barexam_passages", parse_passages, "barexam/curate_passages.sql",
+              "passage_id", report, "application/jsonl")
+    if questions.exists():
+        _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
+              "question_id", report, "text/csv")

@@ -1,0 +1,65 @@
+"""Bar Exam QA files → rows: barexam_qa.csv (questions) and passages_*.jsonl (passages)."""
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+
+QUESTION_COLUMNS = ["question_id", "dataset", "source", "subject", "prompt", "question", "choice_a", "choice_b",
+                    "choice_c", "choice_d", "answer", "gold_passage_id", "raw_sha256"]
+PASSAGE_COLUMNS = ["passage_id", "source", "text", "raw_sha256"]
+REQUIRED_QA = {"idx", "question", "choice_a", "choice_b", "choice_c", "choice_d", "answer"}
+
+
+def _str(value) -> str | None:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
+    """Question rows and one message per row that cannot be a question (no id, a missing option, bad answer)."""
+    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
+    missing = REQUIRED_QA - set(table.columns)
+    if missing:
+        raise ValueError(f"barexam_qa.csv lacks columns: {', '.join(sorted(missing))}")
+    rows, problems = [], []
+    for number, record in enumerate(table.to_dict("records"), start=2):
+        row = {
+            "question_id": _str(record.get("idx")),
+            "dataset": _str(record.get("dataset")),
+            "source": _str(record.get("source")),
+            "subject": _str(record.get("subject")),
+            "prompt": _str(record.get("prompt")),
+            "question": _str(record.get("question")),
+            **{f"choice_{c}": _str(record.get(f"choice_{c}")) for c in "abcd"},
+            "answer": (_str(record.get("answer")) or "").upper() or None,
+            "gold_passage_id": _str(record.get("gold_idx")),
+            "raw_sha256": raw_sha256,
+        }
+        if not row["question_id"]:
+            problems.append(f"line {number}: no idx")
+            continue
+        rows.append(row)
+    return pd.DataFrame(rows, columns=QUESTION_COLUMNS), problems
+
+
+def parse_passages(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
+    rows, problems = [], []
+    for number, line in enumerate(body.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {number}: not JSON ({exc.msg})")
+            continue
+        passage_id = _str(record.get("idx")) if isinstance(record, dict) else None
+        if not passage_id:
+            problems.append(f"line {number}: no idx")
+            continue
+        rows.append({"passage_id": passage_id, "source": _str(record.get("source")),
+                     "text": _str(record.get("text")), "raw_sha256": raw_sha256})
+    return pd.DataFrame(rows, columns=PASSAGE_COLUMNS), problems

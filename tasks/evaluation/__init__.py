@@ -1,0 +1,1 @@
+"""Evaluation of retrieval and verification systems: CaseFacts metrics and runs, CASE."""

@@ -1,0 +1,97 @@
+"""Read the answer a model STATES, never the first option letter that happens to appear.
+
+Order of evidence, first that applies wins:
+1. a JSON object with an "answer" (or "verdict"/"vote") field;
+2. an explicit statement — "the answer is B", "final answer: (c)", "I think (c)", "I choose D",
+   "option B is correct" — the LAST such statement in the reply (models often revise themselves);
+3. a reply that opens with an option marker — "B) ...", "(B) ...", "B. ...", "B: ..." — or is one letter.
+Anything else is unparsed (None), which the caller records as a failure.
+A bare lower-case letter only counts in parentheses or before punctuation/end of text, so the
+article in "the answer is a matter of..." is not read as option A.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from caseforge.llm.parsing import InvalidOutput, extract_json
+
+_LETTER = r"(?:\(\s*(?P<p>[A-Da-d])\s*\)|(?P<u>\b(?-i:[A-D])\b)(?![’'])|(?P<l>\b(?-i:[a-d]))(?=\s*(?:[).:,;!]|$)))"
+_LEAD = (r"(?:(?:final|correct|best|right)\s+)?(?:answer|option|choice)(?:\s+(?:is|would\s+be|must\s+be))?\s*[:=\-]?\s*"
+         r"(?:(?:option|choice|letter)\s+)?"
+         r"|\bi\s+(?:think|believe|choose|pick|select|would\s+(?:choose|pick|select|go\s+with)|will\s+go\s+with|go\s+with)\s+"
+         r"(?:(?:option|choice|answer)\s+)?(?:is\s+)?")
+_STATED = re.compile(rf"(?:{_LEAD}){_LETTER}", re.IGNORECASE | re.MULTILINE)
+_OPTION_IS_CORRECT = re.compile(rf"(?:option|choice)\s+{_LETTER}\s+is\s+(?:the\s+)?(?:correct|right|best)",
+                                re.IGNORECASE)
+_OPENING = re.compile(r"^\s*(?:\*\*)?\(?(?P<x>[A-Da-d])(?:\)|\.|:|\s*$)")
+
+
+def _letter(match: re.Match) -> str:
+    return next(g for g in (match.group("p"), match.group("u"), match.group("l")) if g).upper()
+
+
+def _from_value(value) -> str | None:
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    if re.fullmatch(r"\(?[A-Da-d]\)?[.:)]?", value):
+        return value.strip("().: ").upper()
+    return parse_answer(value, use_json=False)
+
+
+def parse_answer(reply: str | None, use_json: bool = True) -> str | None:
+    if not reply or not reply.strip():
+        return None
+    if use_json and "{" in reply:
+        try:
+            data = extract_json(reply)
+        except InvalidOutput:
+            data = None
+        if isinstance(data, dict):
+            for field in ("answer", "final_answer", "vote", "choice"):
+                if field in data:
+                    found = _from_value(data[field])
+                    if found:
+                        return found
+    stated = [*(_STATED.finditer(reply)), *(_OPTION_IS_CORRECT.finditer(reply))]
+    if stated:
+        return _letter(max(stated, key=lambda m: m.start()))
+    opening = _OPENING.match(reply)
+    if opening:
+        return opening.group("x").upper()
+    return None
+
+
+VERDICTS = ("SUPPORTED", "REFUTED", "OVERRULED")
+_VERDICT = re.compile(r"\b(SUPPORTED|REFUTED|OVERRULED)\b", re.IGNORECASE)
+_VERDICT_STATED = re.compile(r"(?:verdict|label|answer|conclusion)\s*(?:is|:|=)?\s*\**\"?(SUPPORTED|REFUTED|OVERRULED)\b",
+                             re.IGNORECASE)
+
+
+def parse_verdict(reply: str | None) -> str | None:
+    """CaseFacts verdict the model states: JSON "verdict"/"label", else "verdict: X", else a reply that is one label."""
+    if not reply or not reply.strip():
+        return None
+    if "{" in reply:
+        try:
+            data = extract_json(reply)
+        except InvalidOutput:
+            data = None
+        if isinstance(data, dict):
+            for field in ("verdict", "label", "answer", "vote"):
+                value = data.get(field)
+                if isinstance(value, str) and value.strip().upper() in VERDICTS:
+                    return value.strip().upper()
+    stated = list(_VERDICT_STATED.finditer(reply))
+    if stated:
+        return stated[-1].group(1).upper()
+    words = set(m.group(1).upper() for m in _VERDICT.finditer(reply))
+    stripped = reply.strip().strip("*.\"' ").upper()
+    if stripped in VERDICTS:
+        return stripped
+    return words.pop() if len(words) == 1 and len(reply) < 40 else None
+
+
+def to_json(value) -> str:
+    return json.dumps(value)
