@@ -41,10 +41,6 @@ def _cn(args: argparse.Namespace):
                       clusters=args.clusters, embedder=args.embedder or TFIDF, seed=args.seed, return_state=True)
 
 
-# source name -> function running its flow and returning the final Prefect state
-SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {
-    "oyez": _oyez, "hudoc": _hudoc, "guides": _guides, "cn": _cn, "barexam": _barexam,
-}
 def _barexam(args: argparse.Namespace):
     from caseforge.flows.case_rag import barexam_import
 
@@ -53,6 +49,10 @@ def _barexam(args: argparse.Namespace):
     return barexam_import(from_dir=args.from_dir, db=args.db, return_state=True)
 
 
+# source name -> function running its flow and returning the final Prefect state
+SOURCES: dict[str, Callable[[argparse.Namespace], object]] = {
+    "oyez": _oyez, "hudoc": _hudoc, "guides": _guides, "cn": _cn, "barexam": _barexam,
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
