@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "caseforge.commands.ingest",
     "caseforge.commands.query",
     "caseforge.commands.evaluate",
+    "caseforge.commands.aqeval",
 ]
 
 
