@@ -109,7 +109,7 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
         requests = [request_from_template(i.item_id, "aqeval/llatrieval_check.j2", CHECK_PARAMS, question=i.question,
                                           docs=_docs(ctx, shown[i.item_id])) for i in open_items]
         result = run_job(ctx.con, f"aqeval-llatrieval-check-{round_no}", ctx.backend, requests, SufficiencyOutput)
-        searching = []
+        searching, progressed = [], []
         for item in open_items:
             check = result.outputs.get(item.item_id)
             if check is None:
@@ -125,8 +125,13 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
             current = shown[item.item_id]
             kept = [current[n - 1] for n in check.keep if 1 <= n <= len(current)]
             kept = list(dict.fromkeys(kept)) or current[: max(1, ctx.k // 2)]
-            shown[item.item_id] = (kept + [pid for pid in found if pid not in kept])[: ctx.k]
-        open_items = [item for item, _ in searching]
+            updated = (kept + [pid for pid in found if pid not in kept])[: ctx.k]
+            if updated == current:          # the search brought nothing new: asking again would repeat itself
+                rounds[item.item_id][-1]["no_new_passages"] = True
+            else:
+                shown[item.item_id] = updated
+                progressed.append(item)
+        open_items = progressed
     outputs = _generate(ctx, items, shown, "aqeval-llatrieval-answer")
     for output in outputs:
         output.trace["checks"] = rounds[output.item_id]

@@ -81,10 +81,9 @@ class ScriptedAqevalBackendDouble:
             return json.dumps({"answer": " ".join(parts)})
         if template.endswith("llatrieval_check.j2"):
             first_time = sum(1 for t, k in self.asked if t == template and k == request.key) == 1
-            question = user.split("\n")[1]
             if first_time:
                 return json.dumps({"sufficient": False, "keep": [1, 2],
-                                   "missing": " ".join(question.split()[-8:])})
+                                   "missing": "minimum level of severity of prison conditions"})
             return json.dumps({"sufficient": True, "keep": [1], "missing": ""})
         if template.endswith("rarr_revise.j2"):
             statements = STATEMENT.findall(user)
