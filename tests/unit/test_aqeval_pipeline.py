@@ -129,6 +129,7 @@ def test_llm_judge_failure_is_recorded_and_left_out(db_path):
     assert "left out of their denominators" in note
 
 
+@pytest.mark.slow
 def test_bertscore_with_the_local_minilm_model():
     from caseforge.tasks.aqeval.metrics import TokenEmbedder, bertscore_f1
     from caseforge.tasks.aqeval.pipeline import default_bertscore_model
