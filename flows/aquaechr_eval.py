@@ -8,6 +8,7 @@ from caseforge.orchestration import quiet_prefect_defaults
 quiet_prefect_defaults()
 
 from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect.artifacts import create_markdown_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from caseforge.config import PROJECT_ROOT  # noqa: E402
@@ -82,6 +83,8 @@ def eval_aquaechr(system: str, llm: str, model: str, db: str | None = None, repl
         session.report.add("warnings", len(result.warnings))
         session.report.add("scored", int(result.metrics["n"]))
         md, csv_path = store.write_report(session.con, Path(out_dir) if out_dir else DEFAULT_OUT_DIR)
+        create_markdown_artifact(key="aquaechr-report", markdown=md.read_text(encoding="utf-8"),
+                                 description=f"AQuAECHR metrics (latest run per configuration); CSV: {csv_path}")
         logger.info("aquaechr %s: corpus = %s; report %s, csv %s", system, passages.description, md, csv_path)
         publish_counts(session.report, "eval-aquaechr", f"AQuAECHR eval {system}")
         report = session.report
