@@ -101,7 +101,7 @@ class MemoNLI:
             key = pair_key(premise, hypothesis)
             if key not in self.memo and (premise, hypothesis) not in todo:
                 todo.append((premise, hypothesis))
-        for pair, verdict in zip(todo, self.inner.entails(todo)):
+        for pair, verdict in zip(todo, self.inner.entails(todo) if todo else []):
             self.memo[pair_key(*pair)] = verdict
         return [self.memo[pair_key(p, h)] for p, h in pairs]
 

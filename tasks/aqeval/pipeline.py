@@ -9,7 +9,7 @@ from caseforge.retrieval import Corpus, build_retriever
 from caseforge.tasks.aqeval import store
 from caseforge.tasks.aqeval.items import EvalItem, PassageStore, items_sha
 from caseforge.tasks.aqeval.metrics import aggregate
-from caseforge.tasks.aqeval.scoring import ScoredItem, score_item
+from caseforge.tasks.aqeval.scoring import ScoredItem, planned_pairs, score_item
 from caseforge.tasks.aqeval.systems import CITING_SYSTEMS, SystemContext, run_system
 
 
@@ -70,6 +70,9 @@ def evaluate(con, config: RunConfig, items: list[EvalItem], passages: PassageSto
     cites = config.system in CITING_SYSTEMS
     texts = passages.text()
     by_id = {i.item_id: i for i in items}
+    planned = [pair for o in outputs for pair in planned_pairs(by_id[o.item_id], o, texts, cites)]
+    if planned:
+        nli.entails(planned)                       # one batched judge call; scoring below reads the memo
     scored = [score_item(by_id[o.item_id], o, texts, nli, embed, cites) for o in outputs]
     per_item = [s.scores for s in scored if s.output.status == "ok"]
     metrics = aggregate(per_item, cites)

@@ -8,7 +8,8 @@ import numpy as np
 
 from caseforge.tasks.aqeval.citations import cited_passages, invalid_citations
 from caseforge.tasks.aqeval.items import EvalItem
-from caseforge.tasks.aqeval.metrics import (bertscore_f1, citation_faithfulness, citation_prf, claim_recall,
+from caseforge.tasks.aqeval.citations import split_sentences
+from caseforge.tasks.aqeval.metrics import (bertscore_f1, case_blocks, citation_faithfulness, citation_prf, claim_recall,
                                             evidence_nli, greedy_match_f1, rouge_l)
 from caseforge.tasks.aqeval.nli import NLIJudge
 from caseforge.tasks.aqeval.systems import SystemOutput
@@ -26,6 +27,22 @@ class ScoredItem:
         return [{"text": s.text, "citations": [{"doc": c.doc, "passage_id": c.passage_id} for c in s.citations],
                  "entailed_by_citations": verdict}
                 for s, verdict in zip(self.output.sentences, self.attribution)]
+
+
+def planned_pairs(item: EvalItem, output: SystemOutput, passage_text: dict[str, str], cites: bool) -> list:
+    """The (premise, hypothesis) pairs scoring this output will ask about, so one batched judge call can
+    answer them all up front (the memoising judge then answers the metrics from memory)."""
+    if output.status != "ok" or output.answer is None:
+        return []
+    premise = strip_citations(output.answer)
+    pairs = [(premise, claim) for claim in split_sentences(item.answer)] if premise.strip() else []
+    if cites:
+        pairs += [("\n".join(passage_text[p] for p in s.valid_passages), s.text)
+                  for s in output.sentences if s.valid_passages]
+        predicted = list(case_blocks(cited_passages(output.sentences), passage_text).values())
+        gold = case_blocks([p for p in item.gold if p in passage_text], passage_text).values()
+        pairs += [(pred, block) for block in gold if block not in predicted for pred in predicted]
+    return pairs
 
 
 def score_item(item: EvalItem, output: SystemOutput, passage_text: dict[str, str], nli: NLIJudge,

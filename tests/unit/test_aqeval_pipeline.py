@@ -142,3 +142,25 @@ def test_bertscore_with_the_local_minilm_model():
     other = bertscore_f1("Bananas are yellow fruit.", "The Court found a violation.", embed)
     assert same == pytest.approx(1.0, abs=1e-5)
     assert other < same
+
+
+@pytest.mark.parametrize("system", ["rtg-vanilla", "posthoc-rarr"])
+def test_all_nli_questions_are_asked_in_one_batch(db_path, system):
+    from aqeval_doubles import SubstringNLIDouble
+
+    from caseforge.tasks.aqeval.nli import MemoNLI
+
+    class CountingNLIDouble(SubstringNLIDouble):
+        calls = 0
+
+        def entails(self, pairs):
+            CountingNLIDouble.calls += 1
+            return super().entails(pairs)
+
+    con = connect(db_path)
+    items, problems, passages = load()
+    inner = CountingNLIDouble()
+    config = RunConfig(system, "double", "double-aqeval-1", inner.name, "items.json", k=3)
+    result = evaluate(con, config, items, passages, ScriptedAqevalBackendDouble(), MemoNLI(inner), None, problems)
+    assert CountingNLIDouble.calls == 1
+    assert result.metrics["claim_recall"] is not None
