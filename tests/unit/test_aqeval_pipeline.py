@@ -164,3 +164,30 @@ def test_all_nli_questions_are_asked_in_one_batch(db_path, system):
     result = evaluate(con, config, items, passages, ScriptedAqevalBackendDouble(), MemoNLI(inner), None, problems)
     assert CountingNLIDouble.calls == 1
     assert result.metrics["claim_recall"] is not None
+
+
+def _untrained_nli_folder(tmp_path, labels):
+    """A cross-encoder folder made from the local MiniLM weights with a fresh 3-way head (wiring only)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from caseforge.tasks.aqeval.pipeline import default_bertscore_model
+
+    path, reason = default_bertscore_model()
+    if path is None:
+        pytest.skip(reason)
+    folder = tmp_path / "nli"
+    model = AutoModelForSequenceClassification.from_pretrained(
+        path, num_labels=3, id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(path).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_cross_encoder_finds_the_entailment_label_and_answers_per_pair(tmp_path):
+    judge = CrossEncoderNLI(_untrained_nli_folder(tmp_path, ["contradiction", "entailment", "neutral"]))
+    assert judge.entail_index == 1
+    verdicts = judge.entails([("The Court found a violation.", "A violation was found."), ("a", "b")])
+    assert len(verdicts) == 2 and all(isinstance(v, bool) for v in verdicts)
+    with pytest.raises(ValueError, match="no 'entailment' label"):
+        CrossEncoderNLI(_untrained_nli_folder(tmp_path / "x", ["a", "b", "c"]))
