@@ -53,7 +53,7 @@ def eval_aquaechr(system: str, llm: str, model: str, db: str | None = None, repl
     from caseforge.llm import get_backend
     from caseforge.tasks.aqeval import store
     from caseforge.tasks.aqeval.metrics import TokenEmbedder
-    from caseforge.tasks.aqeval.nli import make_nli
+    from caseforge.tasks.aqeval.nli import make_nli, model_family
     from caseforge.tasks.aqeval.pipeline import RunConfig, default_bertscore_model
 
     logger = get_run_logger()
@@ -72,6 +72,10 @@ def eval_aquaechr(system: str, llm: str, model: str, db: str | None = None, repl
             judge_backend = get_backend(llm, nli_model, replay_file=replay_file) if llm == "replay" \
                 else get_backend(llm, nli_model)
         judge = make_nli(nli, session.con, judge_backend)
+        if nli == "llm" and model_family(judge_backend.model) and \
+                model_family(judge_backend.model) == model_family(model):
+            logger.warning("the NLI judge %s is of the generator's family (%s); pass --nli-model of another "
+                           "family or --nli cross-encoder:<path>", judge_backend.model, model_family(model))
         config = RunConfig(system=system, llm=llm, model=model, nli=judge.name, dataset=dataset, k=k,
                            retriever=retriever, max_rounds=max_rounds, limit=limit, bertscore_model=bert_label,
                            bertscore_skip_reason=bert_reason, index_dir=index_dir, dense_model=dense_model)

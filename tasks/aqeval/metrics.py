@@ -5,7 +5,9 @@ Passage ids are "<itemid>#<para_no>".
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -22,10 +24,21 @@ TABLE_METRICS = ("rouge_l", "bertscore_f1", "claim_recall", "citation_faithfulne
 
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F1 (rouge-score, default English tokenizer, Porter stemming) of the marker-free answer."""
-    from rouge_score import rouge_scorer
+    return float(_rouge_scorer().score(reference, strip_citations(prediction))["rougeL"].fmeasure)
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    return float(scorer.score(reference, strip_citations(prediction))["rougeL"].fmeasure)
+
+@lru_cache(maxsize=1)
+def _rouge_scorer():
+    # rouge-score logs through the root logger, which would configure itself onto whatever stderr is
+    # current; a temporary NullHandler keeps the process's logging set-up to its owner
+    placeholder = logging.NullHandler()
+    logging.root.addHandler(placeholder)
+    try:
+        from rouge_score import rouge_scorer
+
+        return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    finally:
+        logging.root.removeHandler(placeholder)
 
 
 def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float, float]:

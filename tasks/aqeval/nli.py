@@ -115,3 +115,12 @@ def make_nli(spec: str, con=None, backend=None) -> NLIJudge:
     if spec.startswith("cross-encoder:"):
         return MemoNLI(CrossEncoderNLI(spec.split(":", 1)[1]))
     raise ValueError(f"unknown NLI judge {spec!r} (use 'llm' or 'cross-encoder:<local path>')")
+
+
+FAMILIES = ("qwen", "llama", "gemma", "mistral", "mixtral", "smollm", "gpt", "phi", "deepseek", "saul", "olmo")
+
+
+def model_family(model: str | None) -> str | None:
+    """The model family named in a model id (first match of a known family), else None."""
+    name = (model or "").lower()
+    return next((family for family in FAMILIES if family in name), None)

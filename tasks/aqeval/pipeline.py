@@ -9,6 +9,7 @@ from caseforge.retrieval import Corpus, build_retriever
 from caseforge.tasks.aqeval import store
 from caseforge.tasks.aqeval.items import EvalItem, PassageStore, items_sha
 from caseforge.tasks.aqeval.metrics import aggregate
+from caseforge.tasks.aqeval.nli import MemoNLI
 from caseforge.tasks.aqeval.scoring import ScoredItem, planned_pairs, score_item
 from caseforge.tasks.aqeval.systems import CITING_SYSTEMS, SystemContext, run_system
 
@@ -58,6 +59,8 @@ def passage_corpus(passages: PassageStore) -> Corpus:
 def evaluate(con, config: RunConfig, items: list[EvalItem], passages: PassageStore, backend, nli, embed=None,
              item_problems: list[tuple[str, str]] = ()) -> RunResult:
     started = datetime.now(timezone.utc)
+    if not isinstance(nli, MemoNLI):
+        nli = MemoNLI(nli)
     if config.limit:
         items = items[: config.limit]
     retriever = None

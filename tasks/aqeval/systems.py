@@ -139,7 +139,8 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
 
 
 def _cited_text(texts: list[str], citations: list[list[int]]) -> str:
-    return " ".join(f"{t} {format_citations(c)}".strip() for t, c in zip(texts, citations))
+    """One sentence a line, its markers after it (a line keeps sentence boundaries the split found)."""
+    return "\n".join(f"{t} {format_citations(c)}".strip() for t, c in zip(texts, citations))
 
 
 def _closed_book_sentences(ctx, items) -> tuple[dict[str, list[str]], list[SystemOutput]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +18,6 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "unit"))
 
-from caseforge.cli import main  # noqa: E402
 from caseforge.tasks.aqeval.citations import parse_answer  # noqa: E402
 from caseforge.tasks.aqeval.items import build_passages, load_annotation_file  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
@@ -71,20 +71,22 @@ def test_parser_on_a_real_model_answer(samples_dir):
         ("In view of the above", [7]), ("In the light of the ", [8]), ("It follows that they", [])]
 
 
-def cli(items_file: Path, system: str, db: Path, out: Path) -> int:
-    return main(["aqeval", "run", "--system", system, "--model", MODEL, "--llm", "replay", "--replay-file",
-                 str(REPLAY), "--items", str(items_file), "--limit", str(LIMIT), "--no-bertscore", "--db", str(db),
-                 "--out-dir", str(out)])
+def cli(items_file: Path, system: str, db: Path, out: Path) -> subprocess.CompletedProcess:
+    """The real command in its own process (Prefect's logging binds to the stderr it starts with)."""
+    return subprocess.run([sys.executable, "-m", "caseforge", "aqeval", "run", "--system", system, "--model", MODEL,
+                           "--llm", "replay", "--replay-file", str(REPLAY), "--items", str(items_file), "--limit",
+                           str(LIMIT), "--no-bertscore", "--db", str(db), "--out-dir", str(out)],
+                          capture_output=True, text=True, timeout=240)
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_with_replay(samples_dir, tmp_path, capsys):
+def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
     items_file, _ = annotation_files(samples_dir)
     db = tmp_path / "w.duckdb"
     for system in RECORDED:
-        assert cli(items_file, system, db, tmp_path / "out") == 0
-    printed = capsys.readouterr().out
-    assert "citation_f1" in printed
+        done = cli(items_file, system, db, tmp_path / "out")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "citation_f1" in done.stdout
     con = connect(db)
     runs = con.execute("SELECT system, n_items, n_failed, corpus FROM eval.aquaechr_runs ORDER BY system").fetchall()
     assert [(r[0], r[1], r[2]) for r in runs] == [("posthoc-rarr", 3, 0), ("rtg-llatrieval", 3, 0)]
@@ -104,7 +106,7 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path, capsys):
     assert "| posthoc-rarr | double-aqeval-1 (replay) |" in report
     assert "| rtg-llatrieval | double-aqeval-1 (replay) |" in report
     # a second run answers everything from the cache and adds no rows
-    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out") == 0
+    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out").returncode == 0
     con = connect(db)
     assert con.execute("SELECT count(*) FROM eval.aquaechr_outputs").fetchone() == (6,)
 

@@ -56,3 +56,12 @@ def test_parenthesised_plain_number_is_not_a_citation():
     sentences = parse_answer("The Court listed (1) legality and (2) necessity.", SHOWN)
     assert sentences[0].citations == []
     assert sentences[0].text == "The Court listed (1) legality and (2) necessity."
+
+
+def test_model_family_from_name():
+    from caseforge.tasks.aqeval.nli import model_family
+
+    assert model_family("Qwen2.5-7B-Instruct") == "qwen"
+    assert model_family("meta-llama/Meta-Llama-3-8B-Instruct") == "llama"
+    assert model_family("SmolLM2-135M-Instruct.Q4_1.gguf") == "smollm"
+    assert model_family("double-aqeval-1") is None
