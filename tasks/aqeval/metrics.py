@@ -5,7 +5,7 @@ Passage ids are "<itemid>#<para_no>".
 """
 from __future__ import annotations
 
-import logging
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,23 +22,42 @@ TABLE_METRICS = ("rouge_l", "bertscore_f1", "claim_recall", "citation_faithfulne
                  "evidence_nli", "citations_per_query")
 
 
-def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F1 (rouge-score, default English tokenizer, Porter stemming) of the marker-free answer."""
-    return float(_rouge_scorer().score(reference, strip_citations(prediction))["rougeL"].fmeasure)
+def rouge_tokens(text: str) -> list[str]:
+    """rouge-score's default English tokenizer: lowercase, non-alphanumerics to spaces, Porter-stem words
+    longer than 3 characters (re-implemented: importing rouge-score pulls in absl, whose logging set-up
+    captures the process's stderr at import time)."""
+    words = re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
+    stem = _porter().stem
+    return [stem(w) if len(w) > 3 else w for w in words]
 
 
 @lru_cache(maxsize=1)
-def _rouge_scorer():
-    # rouge-score logs through the root logger, which would configure itself onto whatever stderr is
-    # current; a temporary NullHandler keeps the process's logging set-up to its owner
-    placeholder = logging.NullHandler()
-    logging.root.addHandler(placeholder)
-    try:
-        from rouge_score import rouge_scorer
+def _porter():
+    from nltk.stem import porter
 
-        return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-    finally:
-        logging.root.removeHandler(placeholder)
+    return porter.PorterStemmer("ORIGINAL_ALGORITHM")
+
+
+def _lcs_length(a: list[str], b: list[str]) -> int:
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b, start=1):
+            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
+        previous = current
+    return previous[-1]
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F1 (longest common subsequence over rouge-score's tokenization) of the marker-free answer."""
+    pred, ref = rouge_tokens(strip_citations(prediction)), rouge_tokens(reference)
+    if not pred or not ref:
+        return 0.0
+    lcs = _lcs_length(pred, ref)
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(pred), lcs / len(ref)
+    return 2 * precision * recall / (precision + recall)
 
 
 def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float, float]:

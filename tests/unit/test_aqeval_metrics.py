@@ -89,3 +89,4 @@ def test_aggregate_means_and_citation_metrics_for_a_system_that_does_not_cite():
     assert citing["claim_recall"] == 1.0
     assert (citing["nli_failed"], citing["invalid_citations"]) == (1.0, 2.0)
     assert aggregate(items, cites=False)["citation_f1"] is None
+
