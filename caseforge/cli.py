@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "caseforge.commands.export",
     "caseforge.commands.aquaechr",
     "caseforge.commands.evaluate",
+    "caseforge.commands.aqeval",
 ]
 
 

@@ -54,10 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(case)
     case.set_defaults(handler=run_case)
 
-    from caseforge.commands import aquaechr, casegen
+    from caseforge.commands import aqeval, aquaechr, casegen
 
     tasks.add_parser("casegen", parents=[casegen.eval_options()], help="CaseGen: generate, judge, score, report"
                      ).set_defaults(handler=casegen.run_eval)
+    attributed = tasks.add_parser("aquaechr", help="AQuAECHR attributed QA: closed book, retrieve-then-generate, "
+                                  "post-hoc attribution")
+    aqeval.add_run_arguments(attributed)
+    attributed.set_defaults(handler=aqeval.run_aqeval)
     tasks.add_parser("aquaechr-filter", parents=[aquaechr.eval_filter_options()],
                      help="AQuAECHR: the quality judge's F1 against expert scores").set_defaults(
                          handler=aquaechr.run_eval_filter)

@@ -1,0 +1,1 @@
+DELETE FROM eval.aquaechr_metrics WHERE run_id = $run_id;

@@ -1,0 +1,1 @@
+DELETE FROM eval.aquaechr_outputs WHERE run_id = $run_id;

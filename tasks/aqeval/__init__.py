@@ -1,0 +1,1 @@
+"""AQuAECHR attributed question answering: systems, citation parsing and metrics."""
