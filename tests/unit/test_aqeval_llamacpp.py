@@ -29,6 +29,7 @@ def smollm2_backend():
 
 
 @pytest.mark.slow
+@pytest.mark.smollm_pipeline
 def test_smollm2_rtg_vanilla_on_two_questions(db_path):
     backend = smollm2_backend()
     con = connect(db_path)
