@@ -96,13 +96,25 @@ def load_annotation_file(path: Path, names_path: Path | None = None) -> tuple[li
     return items, problems
 
 
+def _citation_entries(entries: list) -> list[dict]:
+    """Flat citation objects, whether the cell lists them directly or per answer sentence
+    ({"sentence": ..., "citations": [...]}, as the AQuAECHR builder stores them)."""
+    flat = []
+    for entry in entries:
+        if isinstance(entry.get("citations"), list):
+            flat.extend(entry["citations"])
+        else:
+            flat.append(entry)
+    return flat
+
+
 def _citation_ids(raw) -> list[str]:
     """Gold passage ids from a curated.aquaechr_qa citations cell (a JSON list of objects)."""
     entries = json.loads(raw) if isinstance(raw, str) else (raw or [])
     ids = []
-    for entry in entries:
+    for entry in _citation_entries(entries):
         case_id = entry.get("itemid") or entry.get("case_id")
-        numbers = entry.get("para_nos") or entry.get("paragraph_numbers") or (
+        numbers = entry.get("pinpoints") or entry.get("para_nos") or entry.get("paragraph_numbers") or (
             [entry["para_no"]] if entry.get("para_no") is not None else [])
         for number in numbers:
             pid = passage_id(case_id, number)
