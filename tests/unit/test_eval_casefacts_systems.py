@@ -99,17 +99,23 @@ def test_llm_systems_with_a_test_double(system, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cli_eval_casefacts_bm25_json(tmp_path, capsys):
-    from caseforge.cli import main
+def test_cli_eval_casefacts_bm25_json(tmp_path):
+    import os
+    import subprocess
+    import sys
 
     db = tmp_path / "w.duckdb"
     con = connect(db)
     con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
                     [(int(cid), name, text) for cid, name, text in CASES])
     con.close()
-    code = main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25", "--format", "json", "--k", "3",
-                 "--db", str(db), "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
-    out = capsys.readouterr().out
+    done = subprocess.run(
+        [sys.executable, "-m", "caseforge", "eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25",
+         "--format", "json", "--k", "3", "--db", str(db), "--index-dir", str(tmp_path / "idx"),
+         "--out-dir", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, env={**os.environ})
+    code, out = done.returncode, done.stdout
+    assert "{" in out, done.stderr[-3000:]
     metrics = json.loads(out[out.index("{"):])
     assert code == 1   # the empty claim is a recorded failure, so the run reports it
     assert metrics["n"] == 3 and metrics["n_skipped_gold_missing"] == 1 and metrics["n_failed"] == 1
