@@ -7,7 +7,7 @@ import duckdb
 import pandas as pd
 
 from caseforge import gate as quality
-from caseforge.warehouse import replace_staging, run_sql
+from caseforge.warehouse import replace_staging, run_sql, transaction
 
 
 @dataclass
@@ -38,8 +38,7 @@ def gate_and_load(
     if frame.empty:
         return outcome
     result = quality.validate(table, frame)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         quality.record(con, run_id, frame, result, key_column=key_column)
         outcome.quarantined = result.rows_failed
         outcome.batch_rejected = result.batch_rejected
@@ -57,8 +56,4 @@ def gate_and_load(
                 outcome.changes = dict(zip(names, (int(v or 0) for v in row.fetchone())))
             run_sql(con, curate_sql)
             outcome.staged = len(result.passed)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     return outcome

@@ -5,7 +5,6 @@ import os
 import re
 import sys
 import threading
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -53,16 +52,23 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     for number, path in migration_files():
         if number in done:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(path.read_text(encoding="utf-8"))
             con.execute("INSERT INTO ops.migrations (number, name) VALUES (?, ?)", [number, path.name])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
         applied.append(path.name)
     return applied
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN … COMMIT, or ROLLBACK and re-raise: all of a write lands, or none of it."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
 
 
 def connect(db_path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from caseforge.llm.parsing import InvalidOutput, parse_output
 from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
-from caseforge.warehouse import sql_text
+from caseforge.warehouse import sql_text, transaction
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,9 @@ def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
     table = pa.table({name: pa.array(values, CALL_COLUMNS.field(name).type)
                       for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS)
     con.register("llm_call_rows", table)
-    con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(sql_text("llm/upsert_calls.sql"))
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            con.execute(sql_text("llm/upsert_calls.sql"))
     finally:
         con.unregister("llm_call_rows")
 

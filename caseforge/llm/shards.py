@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from caseforge.llm.jobs import CALL_COLUMNS, cached_identities, run_job, schema_for
 from caseforge.llm.types import JobResult, LLMRequest
-from caseforge.warehouse import connect, sql_text
+from caseforge.warehouse import connect, sql_text, transaction
 
 
 def shard_of(identity: str, n_shards: int) -> int:
@@ -115,13 +115,9 @@ def merge_shards(con: duckdb.DuckDBPyConnection, shard_dir: Path) -> MergeOutcom
         tables.append(table.select(CALL_COLUMNS.names).cast(CALL_COLUMNS))
     rows = pa.concat_tables(tables)
     con.register("llm_shard_rows", rows)
-    con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(sql_text("llm/merge_shard_rows.sql"))
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            con.execute(sql_text("llm/merge_shard_rows.sql"))
     finally:
         con.unregister("llm_shard_rows")
     return MergeOutcome(len(files), rows.num_rows)

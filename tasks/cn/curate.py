@@ -9,7 +9,7 @@ import duckdb
 from caseforge.runs import StageReport
 from caseforge.tasks.cn.filters import FilterConfig, filter_reasons
 from caseforge.tasks.cn.select import EmbedderError, embed, embed_text, select_representatives
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, transaction
 
 
 def _rows(result) -> list[dict]:
@@ -27,15 +27,10 @@ def apply_filters(con: duckdb.DuckDBPyConnection, config: FilterConfig, report: 
         for reason in reasons:
             reason_counts[reason] = reason_counts.get(reason, 0) + 1
         decisions.append((doc["doc_id"], config.key, not reasons, json.dumps(reasons, ensure_ascii=False), now))
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         run_sql(con, "cn/replace_filter_decisions.sql", {"filter_config": config.key})
         if decisions:
             con.executemany("INSERT INTO curated.cn_filter_decisions VALUES (?, ?, ?, ?, ?)", decisions)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     kept = sum(1 for d in decisions if d[2])
     report.add("filter_kept", kept)
     report.add("filter_excluded", len(decisions) - kept)
@@ -61,17 +56,12 @@ def select(con: duckdb.DuckDBPyConnection, config: FilterConfig, embedder: str, 
     picks = select_representatives([d["doc_id"] for d in docs], vectors, n, k, seed)
     name = selection_name(config, embedder, n, k, seed)
     now = datetime.now(timezone.utc)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         run_sql(con, "cn/replace_selection.sql", {"selection": name})
         con.executemany(
             "INSERT INTO curated.cn_representatives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(name, p.doc_id, p.cluster, p.distance, p.rank_in_cluster, p.cluster_size, embedder,
               max(1, min(k, len(docs))), seed, now) for p in picks])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     report.add("representatives", len(picks))
     if len(picks) < n:
         report.add("representatives_short", n - len(picks))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse import run_sql, sql_text, transaction
 
 
 @dataclass
@@ -34,8 +34,7 @@ def save_run(con: duckdb.DuckDBPyConnection, run_id: str, task: str, system: str
              dataset_sha: str, params: dict, items: list[ItemResult], metrics: dict[str, float],
              started_at: datetime) -> None:
     """Replace the run's rows in one transaction (a re-run of the same configuration overwrites)."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         run_sql(con, "evaluation/upsert_run.sql", {
             "eval_run_id": run_id, "task": task, "system": system, "dataset": dataset,
             "dataset_sha": dataset_sha, "params": json.dumps(params, sort_keys=True),
@@ -48,10 +47,6 @@ def save_run(con: duckdb.DuckDBPyConnection, run_id: str, task: str, system: str
             for i in items])
         con.executemany(sql_text("evaluation/insert_metric.sql"),
                         [(run_id, name, float(value)) for name, value in metrics.items()])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
 
 
 def load_metrics(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float]:

