@@ -19,20 +19,14 @@ from caseforge.tasks.casefacts.config import BuildConfig  # noqa: E402
 from caseforge.tasks.casefacts.dataset_gate import gate_dataset  # noqa: E402
 
 
+_TASKS: dict[str, object] = {}
+
+
 def _stage(name, fn):
-    return task(name=f"casefacts-{name}", cache_policy=NO_CACHE)(fn)
-
-
-generate_task = _stage("generate", pipeline.generate_claims)
-factuality_task = _stage("factuality", pipeline.check_factuality)
-same_case_task = _stage("same-case", pipeline.resolve_same_case)
-embed_task = _stage("embed", pipeline.embed_claims)
-calibrate_task = _stage("calibrate-windows", pipeline.calibrate)
-cross_task = _stage("cross-case", pipeline.cross_case_checks)
-overruling_task = _stage("overrulings", pipeline.resolve_overrulings)
-merge_task = _stage("overlap-merge", pipeline.merge_overlaps)
-negate_task = _stage("negate-rewrite", pipeline.negate)
-assemble_task = _stage("assemble-splits", pipeline.assemble)
+    """Each pipeline stage as its own Prefect task (made once per stage)."""
+    if name not in _TASKS:
+        _TASKS[name] = task(name=f"casefacts-{name}", cache_policy=NO_CACHE)(fn)
+    return _TASKS[name]
 
 
 @flow(name="casefacts-build", log_prints=True)
@@ -45,20 +39,7 @@ def casefacts_build(db: str | None = None, config: BuildConfig = BuildConfig(), 
     with run_session(settings, "build", "casefacts") as session:
         ctx = pipeline.BuildContext(session.con, session.run_id, session.report, config,
                                     *make_context_parts(config, backend, replay_file, session.report))
-        ctx.load_cases()
-        session.report.add("cases", len(ctx.cases))
-        generated = generate_task(ctx)
-        factual = factuality_task(ctx, generated)
-        kept = same_case_task(ctx, factual)
-        vectors = embed_task(ctx, kept)
-        bounds = calibrate_task(ctx, kept, vectors)
-        cross = cross_task(ctx, kept, vectors, bounds)
-        overrulings = overruling_task(ctx, kept, cross)
-        overruled = set(overrulings.loc[overrulings["accepted"] == True, "overruled_claim_id"]) \
-            if len(overrulings) else set()  # noqa: E712
-        final = merge_task(ctx, kept, cross, overruled)
-        refuted = negate_task(ctx, {k: v for k, v in final.items() if k not in overruled}, kept)
-        claims = assemble_task(ctx, final, overrulings, refuted, kept)
+        claims = pipeline.run_pipeline(ctx, stage=_stage)
         for reason in gate_dataset(claims, ctx.cases):
             session.report.fail(f"dataset gate: {reason}")
         for label, n in claims["label"].value_counts().items() if len(claims) else []:

@@ -494,18 +494,25 @@ def assemble(ctx: BuildContext, final: dict[str, dict], overrulings: pd.DataFram
     return _load(ctx, "claims", frame.sort_values("claim_id").reset_index(drop=True), "claim_id")
 
 
-def run_pipeline(ctx: BuildContext) -> pd.DataFrame:
-    """All stages in order; returns curated.casefacts_claims as built."""
+def _plain_stage(name: str, fn):
+    return fn
+
+
+def run_pipeline(ctx: BuildContext, stage=_plain_stage) -> pd.DataFrame:
+    """All stages in order; returns curated.casefacts_claims as built.
+
+    `stage(name, fn)` wraps each stage function; the Prefect flow passes one that makes it a task.
+    """
     ctx.load_cases()
     ctx.report.add("cases", len(ctx.cases))
-    generated = generate_claims(ctx)
-    factual = check_factuality(ctx, generated)
-    kept = resolve_same_case(ctx, factual)
-    vectors = embed_claims(ctx, kept)
-    bounds = calibrate(ctx, kept, vectors)
-    cross = cross_case_checks(ctx, kept, vectors, bounds)
-    overrulings = resolve_overrulings(ctx, kept, cross)
+    generated = stage("generate", generate_claims)(ctx)
+    factual = stage("factuality", check_factuality)(ctx, generated)
+    kept = stage("same-case", resolve_same_case)(ctx, factual)
+    vectors = stage("embed", embed_claims)(ctx, kept)
+    bounds = stage("calibrate-windows", calibrate)(ctx, kept, vectors)
+    cross = stage("cross-case", cross_case_checks)(ctx, kept, vectors, bounds)
+    overrulings = stage("overrulings", resolve_overrulings)(ctx, kept, cross)
     overruled = set(overrulings.loc[overrulings["accepted"] == True, "overruled_claim_id"]) if len(overrulings) else set()  # noqa: E712,E501
-    final = merge_overlaps(ctx, kept, cross, overruled)
-    refuted = negate(ctx, {k: v for k, v in final.items() if k not in overruled}, kept)
-    return assemble(ctx, final, overrulings, refuted, kept)
+    final = stage("overlap-merge", merge_overlaps)(ctx, kept, cross, overruled)
+    refuted = stage("negate-rewrite", negate)(ctx, {k: v for k, v in final.items() if k not in overruled}, kept)
+    return stage("assemble-splits", assemble)(ctx, final, overrulings, refuted, kept)
