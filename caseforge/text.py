@@ -48,3 +48,11 @@ def html_to_text(value: str | None) -> str | None:
     text = _SPACE_AFTER_OPEN.sub(r"\1", text)
     text = _BLANK_LINES.sub("\n", text).strip()
     return text or None
+
+
+def cell_text(value) -> str | None:
+    """A CSV/DataFrame cell as stripped text; None for missing (None, NaN) or blank cells."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    text = str(value).strip()
+    return text or None

@@ -6,17 +6,12 @@ import json
 
 import pandas as pd
 
+from caseforge.text import cell_text
+
 QUESTION_COLUMNS = ["question_id", "dataset", "source", "subject", "prompt", "question", "choice_a", "choice_b",
                     "choice_c", "choice_d", "answer", "gold_passage_id", "raw_sha256"]
 PASSAGE_COLUMNS = ["passage_id", "source", "text", "raw_sha256"]
 REQUIRED_QA = {"idx", "question", "choice_a", "choice_b", "choice_c", "choice_d", "answer"}
-
-
-def _str(value) -> str | None:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return None
-    text = str(value).strip()
-    return text or None
 
 
 def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
@@ -28,15 +23,15 @@ def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[st
     rows, problems = [], []
     for number, record in enumerate(table.to_dict("records"), start=2):
         row = {
-            "question_id": _str(record.get("idx")),
-            "dataset": _str(record.get("dataset")),
-            "source": _str(record.get("source")),
-            "subject": _str(record.get("subject")),
-            "prompt": _str(record.get("prompt")),
-            "question": _str(record.get("question")),
-            **{f"choice_{c}": _str(record.get(f"choice_{c}")) for c in "abcd"},
-            "answer": (_str(record.get("answer")) or "").upper() or None,
-            "gold_passage_id": _str(record.get("gold_idx")),
+            "question_id": cell_text(record.get("idx")),
+            "dataset": cell_text(record.get("dataset")),
+            "source": cell_text(record.get("source")),
+            "subject": cell_text(record.get("subject")),
+            "prompt": cell_text(record.get("prompt")),
+            "question": cell_text(record.get("question")),
+            **{f"choice_{c}": cell_text(record.get(f"choice_{c}")) for c in "abcd"},
+            "answer": (cell_text(record.get("answer")) or "").upper() or None,
+            "gold_passage_id": cell_text(record.get("gold_idx")),
             "raw_sha256": raw_sha256,
         }
         if not row["question_id"]:
@@ -56,10 +51,10 @@ def parse_passages(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str
         except json.JSONDecodeError as exc:
             problems.append(f"line {number}: not JSON ({exc.msg})")
             continue
-        passage_id = _str(record.get("idx")) if isinstance(record, dict) else None
+        passage_id = cell_text(record.get("idx")) if isinstance(record, dict) else None
         if not passage_id:
             problems.append(f"line {number}: no idx")
             continue
-        rows.append({"passage_id": passage_id, "source": _str(record.get("source")),
-                     "text": _str(record.get("text")), "raw_sha256": raw_sha256})
+        rows.append({"passage_id": passage_id, "source": cell_text(record.get("source")),
+                     "text": cell_text(record.get("text")), "raw_sha256": raw_sha256})
     return pd.DataFrame(rows, columns=PASSAGE_COLUMNS), problems

@@ -5,7 +5,7 @@ import io
 
 import pandas as pd
 
-from caseforge.text import html_to_text
+from caseforge.text import cell_text, html_to_text
 
 LEGACY_COLUMNS = [
     "case_id", "name", "source_url", "docket", "term", "first_party", "second_party", "facts",
@@ -29,13 +29,6 @@ def _int(value) -> int | None:
         return None
 
 
-def _str(value) -> str | None:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return None
-    text = str(value).strip()
-    return text or None
-
-
 def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
     """Rows for staging.scotus_legacy and one message per row that could not be read."""
     table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
@@ -50,19 +43,19 @@ def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list
             continue
         rows.append({
             "case_id": case_id,
-            "name": _str(record.get("name")),
-            "source_url": _str(record.get("href")),
-            "docket": _str(record.get("docket")),
-            "term": _str(record.get("term")),
-            "first_party": _str(record.get("first_party")),
-            "second_party": _str(record.get("second_party")),
-            "facts": html_to_text(_str(record.get("facts"))),
+            "name": cell_text(record.get("name")),
+            "source_url": cell_text(record.get("href")),
+            "docket": cell_text(record.get("docket")),
+            "term": cell_text(record.get("term")),
+            "first_party": cell_text(record.get("first_party")),
+            "second_party": cell_text(record.get("second_party")),
+            "facts": html_to_text(cell_text(record.get("facts"))),
             "majority_vote": _int(record.get("majority_vote")),
             "minority_vote": _int(record.get("minority_vote")),
             "first_party_winner": _bool(record.get("first_party_winner")),
-            "decision_type": _str(record.get("decision_type")),
-            "disposition": _str(record.get("disposition")),
-            "issue_area": _str(record.get("issue_area")),
+            "decision_type": cell_text(record.get("decision_type")),
+            "disposition": cell_text(record.get("disposition")),
+            "issue_area": cell_text(record.get("issue_area")),
             "raw_sha256": raw_sha256,
         })
     frame = pd.DataFrame(rows, columns=LEGACY_COLUMNS)

@@ -18,3 +18,9 @@ def test_literal_unicode_escapes_and_entities_are_decoded():
 def test_blocks_become_lines_and_empty_is_none():
     assert html_to_text("<p>One.</p><p>Two, <b>bold</b> (see <i>X</i>).</p>") == "One.\nTwo, bold (see X)."
     assert html_to_text("<p> </p>") is None and html_to_text(None) is None
+
+
+def test_cell_text_treats_missing_and_blank_cells_as_none():
+    from caseforge.text import cell_text
+
+    assert [cell_text(v) for v in (None, float("nan"), "  ", " 70-18 ", 1973)] == [None, None, None, "70-18", "1973"]
