@@ -2,11 +2,15 @@
 
 Every answer is cached in ops.llm_calls under its request identity. A repeated request is answered
 from the cache; a job killed halfway and started again sends only what had not finished, because
-results are committed chunk by chunk (one transaction per backend batch, not per call).
+finished calls are committed in batches while the job runs (one transaction per `batch_size` calls
+or per ten seconds, never one per call) and again when it is interrupted.
+Answers that fail to parse are asked again (with another seed) after the first pass over all.
 """
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import duckdb
@@ -110,19 +114,35 @@ def run_job(
 
     attempts = min(max_attempts, int(getattr(backend, "max_attempts", max_attempts)))
     progress = Progress(f"llm {step}", total=len(pending))
-    size = max(1, int(getattr(backend, "batch_size", 64)))
-    for start in range(0, len(pending), size):
-        chunk = pending[start:start + size]
-        rows, objects = _answer_chunk(step, backend, chunk, output_model, attempts, result)
-        write_calls(con, rows)
-        for row in rows:
-            identity, raw, status, error = row[0], row[7], row[9], row[10]
-            for request in by_identity[identity]:
-                if status == "ok":
-                    result.outputs[request.key] = objects[identity]
-                else:
-                    result.failures[request.key] = Failure(request.key, identity, error, raw)
-        progress.step(len(chunk))
+    writer = _CallWriter(con, flush_every=max(1, int(getattr(backend, "batch_size", 64))))
+    todo = pending
+    try:
+        for attempt in range(1, attempts + 1):
+            if not todo:
+                break
+            retry = []
+            sent = [_with_attempt_seed(request, attempt) for _, request in todo]
+            for index, completion in _completions_as_finished(backend, sent):
+                identity, request = todo[index]
+                result.backend_calls += 1
+                result.prompt_tokens += completion.prompt_tokens or 0
+                result.completion_tokens += completion.completion_tokens or 0
+                parsed, error = _parse(completion, output_model)
+                if parsed is None and attempt < attempts:
+                    retry.append((identity, request))
+                    continue
+                writer.add(_call_row(step, backend, identity, request, completion, parsed, error, attempt))
+                for same in by_identity[identity]:
+                    if parsed is not None:
+                        result.outputs[same.key] = parsed
+                    else:
+                        result.failures[same.key] = Failure(same.key, identity, error, completion.text)
+                progress.step(1)
+            todo = retry
+    except BaseException:
+        writer.flush_after_interruption()
+        raise
+    writer.flush()
     if pending:
         progress.close()
     if result.failures:
@@ -130,49 +150,85 @@ def run_job(
     return result
 
 
-def _answer_chunk(step, backend, chunk, output_model, max_attempts, result: JobResult):
-    """Ask the backend, re-asking only the invalid ones.
+def _completions_as_finished(backend, requests: list[LLMRequest]) -> Iterator[tuple[int, Completion]]:
+    """(index, completion) for every request, in the order they finish.
 
-    Returns the ops.llm_calls rows for the chunk and identity → parsed object for the valid ones.
+    A backend with `complete_stream` hands each answer over as it arrives, so the job parses and
+    saves while the rest are still in flight. Otherwise `complete_batch` is called on chunks of
+    `batch_size`.
     """
-    now = datetime.now(timezone.utc)
-    outcome: dict[str, tuple] = {}
-    todo = list(chunk)
-    for attempt in range(1, max_attempts + 1):
-        if not todo:
-            break
-        sent = [_with_attempt_seed(req, attempt) for _, req in todo]
-        completions: list[Completion] = backend.complete_batch(sent)
-        if len(completions) != len(sent):
-            raise RuntimeError(f"{backend.name} returned {len(completions)} completions for {len(sent)} requests")
-        result.backend_calls += len(sent)
-        retry = []
-        for (identity, request), completion in zip(todo, completions):
-            result.prompt_tokens += completion.prompt_tokens or 0
-            result.completion_tokens += completion.completion_tokens or 0
-            parsed, error = None, completion.error
-            if error is None:
-                try:
-                    parsed = parse_output(completion.text, output_model)
-                except InvalidOutput as exc:
-                    error = str(exc)
-            outcome[identity] = (request, completion, parsed, error, attempt)
-            if parsed is None and attempt < max_attempts:
-                retry.append((identity, request))
-        todo = retry
-    rows, objects = [], {}
-    for identity, (request, completion, parsed, error, attempts) in outcome.items():
-        if parsed is not None:
-            objects[identity] = parsed
-        rows.append((
-            identity, step, backend.name, backend.model, request.template_id, request.template_sha,
-            request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
-            "ok" if parsed is not None else "failed",
-            None if parsed is not None else (error or "no output"), attempts, completion.prompt_tokens,
-            completion.completion_tokens,
-            None if completion.latency_s is None else completion.latency_s * 1000.0, now,
-        ))
-    return rows, objects
+    stream = getattr(backend, "complete_stream", None)
+    if stream is not None:
+        seen = set()
+        answers = stream(requests)
+        try:
+            for index, completion in answers:
+                if index in seen or not 0 <= index < len(requests):
+                    raise RuntimeError(f"{backend.name} answered request {index} twice or out of range")
+                seen.add(index)
+                yield index, completion
+        finally:
+            answers.close()
+        if len(seen) != len(requests):
+            raise RuntimeError(f"{backend.name} answered {len(seen)} of {len(requests)} requests")
+        return
+    size = max(1, int(getattr(backend, "batch_size", 64)))
+    for start in range(0, len(requests), size):
+        chunk = requests[start:start + size]
+        completions = backend.complete_batch(chunk)
+        if len(completions) != len(chunk):
+            raise RuntimeError(f"{backend.name} returned {len(completions)} completions for {len(chunk)} requests")
+        yield from enumerate(completions, start)
+
+
+def _parse(completion: Completion, output_model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
+    if completion.error is not None:
+        return None, completion.error
+    try:
+        return parse_output(completion.text, output_model), None
+    except InvalidOutput as exc:
+        return None, str(exc)
+
+
+def _call_row(step, backend, identity, request, completion, parsed, error, attempts) -> tuple:
+    """One ops.llm_calls row, in CALL_COLUMNS order."""
+    return (
+        identity, step, backend.name, backend.model, request.template_id, request.template_sha,
+        request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
+        "ok" if parsed is not None else "failed", None if parsed is not None else (error or "no output"),
+        attempts, completion.prompt_tokens, completion.completion_tokens,
+        None if completion.latency_s is None else completion.latency_s * 1000.0, datetime.now(timezone.utc),
+    )
+
+
+class _CallWriter:
+    """Buffers finished calls and writes them in one transaction per `flush_every` rows, or sooner
+    when `flush_interval_s` has passed, so a slow backend loses little to a hard kill."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, flush_every: int, flush_interval_s: float = 10.0):
+        self.con = con
+        self.flush_every = flush_every
+        self.flush_interval_s = flush_interval_s
+        self.rows: list[tuple] = []
+        self.last_flush = time.monotonic()
+
+    def add(self, row: tuple) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= self.flush_every or time.monotonic() - self.last_flush >= self.flush_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, self.rows = self.rows, []
+        self.last_flush = time.monotonic()
+        write_calls(self.con, rows)
+
+    def flush_after_interruption(self) -> None:
+        """Keep the answers already received; a failure here must not hide the original error."""
+        count = len(self.rows)
+        try:
+            self.flush()
+        except Exception:   # noqa: BLE001 - the exception being handled is the one to report
+            log.exception("could not save %d finished LLM calls while stopping", count)
 
 
 def _with_attempt_seed(request: LLMRequest, attempt: int) -> LLMRequest:

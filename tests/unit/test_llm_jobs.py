@@ -120,3 +120,43 @@ def test_replay_answers_recorded_identities_and_refuses_others(db_path, tmp_path
     with pytest.raises(ReplayMiss, match="no answer for 1 request"):
         run_job(fresh, "echo", ReplayBackend("double-model", replay_file=replay_file), requests_for([3]), Number)
     assert json.loads(replay_file.read_text().splitlines()[0])["model"] == "double-model"
+
+
+class StreamingBackendDouble(ScriptedBackendDouble):
+    """Test double for a streaming backend: hands answers over in an order of its own."""
+
+    def __init__(self, answer, order=reversed, repeat_first=False, drop_last=False):
+        super().__init__(answer, batch_size=1000)
+        self.order, self.repeat_first, self.drop_last = order, repeat_first, drop_last
+
+    def complete_stream(self, requests):
+        completions = self.complete_batch(requests)
+        indices = list(self.order(range(len(requests))))
+        if self.repeat_first:
+            indices.insert(1, indices[0])
+        if self.drop_last:
+            indices.pop()
+        for index in indices:
+            yield index, completions[index]
+
+
+def test_streamed_answers_in_any_order_reach_their_own_request(db_path):
+    con = connect(db_path)
+
+    def flaky_for_even(request, times_asked):
+        n = int(request.key[1:])
+        return f'{{"value": {n}}}' if n % 2 or times_asked > 1 else "not yet"
+
+    backend = StreamingBackendDouble(flaky_for_even)
+    result = run_job(con, "echo", backend, requests_for(range(9)), Number)
+    assert {k: v.value for k, v in result.outputs.items()} == {f"n{i}": i for i in range(9)}
+    assert sorted(backend.asked) == sorted([f"n{i}" for i in range(9)] + [f"n{i}" for i in range(0, 9, 2)])
+    rows = con.execute("SELECT parsed, attempts FROM ops.llm_calls ORDER BY parsed").fetchall()
+    assert [(json.loads(p)["value"], a) for p, a in rows] == [(i, 1 if i % 2 else 2) for i in range(9)]
+
+
+@pytest.mark.parametrize("fault, message", [("repeat_first", "twice"), ("drop_last", "answered 4 of 5")])
+def test_a_stream_that_repeats_or_loses_an_answer_is_an_error(db_path, fault, message):
+    backend = StreamingBackendDouble(echo, **{fault: True})
+    with pytest.raises(RuntimeError, match=message):
+        run_job(connect(db_path), "echo", backend, requests_for(range(5)), Number)

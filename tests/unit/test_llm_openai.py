@@ -1,5 +1,6 @@
 """The openai backend against a scripted OpenAI-compatible server double on loopback."""
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -178,25 +179,59 @@ def test_second_run_makes_zero_server_calls(scripted_openai_server, db_path):
     assert {k: v.value for k, v in second.outputs.items()} == {f"n{i}": i for i in range(12)}
 
 
-def test_a_killed_job_resumes_through_the_openai_backend(scripted_openai_server, db_path):
+class InterruptedAfterFiveAnswersDouble(OpenAIBackend):
+    """Test double around the real backend: the job is interrupted (as by Ctrl-C) once five
+    answers have reached it, while other requests are still in flight."""
+
+    def complete_stream(self, requests):
+        answers = super().complete_stream(requests)
+        try:
+            for count, answer in enumerate(answers, 1):
+                yield answer
+                if count == 5:
+                    raise KeyboardInterrupt("killed")
+        finally:
+            answers.close()
+
+
+def test_a_killed_job_keeps_what_arrived_and_resumes_with_the_rest(scripted_openai_server, db_path):
+    def slow_after_eight(body, call_number):
+        reply = answer_number(body, call_number)
+        reply.delay_s = 60.0 if call_number > 8 else 0.02
+        return reply
+
+    scripted_openai_server.script = slow_after_eight
     con = connect(db_path)
-
-    class KilledAfterFirstBatchDouble(OpenAIBackend):
-        batches = 0
-
-        def complete_batch(self, requests):
-            self.batches += 1
-            if self.batches == 2:
-                raise KeyboardInterrupt("killed")
-            return super().complete_batch(requests)
-
-    killed = KilledAfterFirstBatchDouble("double-model", base_url=scripted_openai_server.base_url, batch_size=5)
+    killed = InterruptedAfterFiveAnswersDouble("double-model", base_url=scripted_openai_server.base_url,
+                                               concurrency=3, batch_size=100)
+    started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         run_job(con, "echo", killed, requests_for(range(12)), Number)
-    assert scripted_openai_server.calls == 5
-    assert con.execute("SELECT count(*) FROM ops.llm_calls WHERE status = 'ok'").fetchone()[0] == 5
+    # in-flight requests were cancelled, not waited for (the server holds them for 60 s)
+    assert time.monotonic() - started < 30
+    # the five answers that reached the job were saved although no batch of 100 had filled up
+    saved = {json.loads(r)["value"] for (r,) in con.execute("SELECT parsed FROM ops.llm_calls WHERE status = 'ok'").fetchall()}
+    assert len(saved) == 5
     scripted_openai_server.reset()
+    scripted_openai_server.script = answer_number
     resumed = run_job(con, "echo", backend_for(scripted_openai_server, batch_size=5), requests_for(range(12)), Number)
     assert scripted_openai_server.calls == 7 and resumed.cache_hits == 5 and len(resumed.outputs) == 12
-    asked = sorted(number_in(b) for b in scripted_openai_server.bodies)
-    assert asked == list(range(5, 12))
+    asked = {number_in(b) for b in scripted_openai_server.bodies}
+    assert asked == set(range(12)) - saved
+    assert {k: v.value for k, v in resumed.outputs.items()} == {f"n{i}": i for i in range(12)}
+
+
+def test_the_proxy_comes_from_the_environment_unless_the_host_is_exempt(monkeypatch):
+    import httpx
+
+    from caseforge.llm.backends.openai_compat import proxy_for
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert proxy_for(httpx.URL("https://api.example.org/v1/chat/completions")) is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "gpu-node.internal")
+    assert proxy_for(httpx.URL("https://api.example.org/v1/chat/completions")) == "http://proxy.internal:3128"
+    assert proxy_for(httpx.URL("http://api.example.org/v1/chat/completions")) is None
+    assert proxy_for(httpx.URL("https://gpu-node.internal:8000/v1/chat/completions")) is None
+    assert proxy_for(httpx.URL("https://127.0.0.1:8000/v1/chat/completions")) is None
+    assert proxy_for(httpx.URL("https://localhost:8000/v1/chat/completions")) is None

@@ -23,6 +23,11 @@ class Backend(Protocol):
     def complete_batch(self, requests: list[LLMRequest]) -> list[Completion]:
         """One completion per request, in order; a per-request problem is a Completion with `error`."""
 
+    # Optional, and preferred by run_job where present:
+    #   complete_stream(requests) -> Iterator[tuple[int, Completion]]
+    # every request's completion exactly once, tagged with its index, as each finishes; closing the
+    # iterator early stops the work still in flight.
+
 
 def get_backend(name: str, model: str, **options) -> Backend:
     if name not in REGISTRY:
