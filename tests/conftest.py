@@ -24,3 +24,11 @@ def samples_dir() -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Prefect stops its temporary API server at interpreter exit and says so on the "prefect"
+    logger, whose console handler may still hold a capture stream pytest has closed by then."""
+    import logging
+
+    logging.getLogger("prefect").disabled = True
