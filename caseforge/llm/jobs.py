@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import datetime, timezone
 
 import duckdb
@@ -122,22 +123,24 @@ def run_job(
                 break
             retry = []
             sent = [_with_attempt_seed(request, attempt) for _, request in todo]
-            for index, completion in _completions_as_finished(backend, sent):
-                identity, request = todo[index]
-                result.backend_calls += 1
-                result.prompt_tokens += completion.prompt_tokens or 0
-                result.completion_tokens += completion.completion_tokens or 0
-                parsed, error = _parse(completion, output_model)
-                if parsed is None and attempt < attempts:
-                    retry.append((identity, request))
-                    continue
-                writer.add(_call_row(step, backend, identity, request, completion, parsed, error, attempt))
-                for same in by_identity[identity]:
-                    if parsed is not None:
-                        result.outputs[same.key] = parsed
-                    else:
-                        result.failures[same.key] = Failure(same.key, identity, error, completion.text)
-                progress.step(1)
+            # closing() stops a streaming backend's in-flight work at once if this loop fails
+            with closing(_completions_as_finished(backend, sent)) as answers:
+                for index, completion in answers:
+                    identity, request = todo[index]
+                    result.backend_calls += 1
+                    result.prompt_tokens += completion.prompt_tokens or 0
+                    result.completion_tokens += completion.completion_tokens or 0
+                    parsed, error = _parse(completion, output_model)
+                    if parsed is None and attempt < attempts:
+                        retry.append((identity, request))
+                        continue
+                    writer.add(_call_row(step, backend, identity, request, completion, parsed, error, attempt))
+                    for same in by_identity[identity]:
+                        if parsed is not None:
+                            result.outputs[same.key] = parsed
+                        else:
+                            result.failures[same.key] = Failure(same.key, identity, error, completion.text)
+                    progress.step(1)
             todo = retry
     except BaseException:
         writer.flush_after_interruption()
@@ -168,7 +171,8 @@ def _completions_as_finished(backend, requests: list[LLMRequest]) -> Iterator[tu
                 seen.add(index)
                 yield index, completion
         finally:
-            answers.close()
+            if hasattr(answers, "close"):
+                answers.close()
         if len(seen) != len(requests):
             raise RuntimeError(f"{backend.name} answered {len(seen)} of {len(requests)} requests")
         return

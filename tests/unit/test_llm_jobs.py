@@ -160,3 +160,29 @@ def test_a_stream_that_repeats_or_loses_an_answer_is_an_error(db_path, fault, me
     backend = StreamingBackendDouble(echo, **{fault: True})
     with pytest.raises(RuntimeError, match=message):
         run_job(connect(db_path), "echo", backend, requests_for(range(5)), Number)
+
+
+def test_a_failure_while_saving_stops_the_stream_at_once(db_path, monkeypatch):
+    import caseforge.llm.jobs as jobs
+
+    class ClosableStreamDouble(StreamingBackendDouble):
+        """Test double: records whether the job closed its stream."""
+
+        closed = False
+
+        def complete_stream(self, requests):
+            try:
+                yield from super().complete_stream(requests)
+            finally:
+                self.closed = True
+
+    def broken_write(con, rows):
+        if rows:
+            raise OSError("disk full")
+
+    monkeypatch.setattr(jobs, "write_calls", broken_write)
+    backend = ClosableStreamDouble(echo)
+    backend.batch_size = 1
+    with pytest.raises(OSError, match="disk full"):
+        run_job(connect(db_path), "echo", backend, requests_for(range(5)), Number)
+    assert backend.closed
