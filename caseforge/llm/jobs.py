@@ -58,16 +58,21 @@ def _cached(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[str, 
 
 
 def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
-    """Upsert ops.llm_calls rows (tuples in CALL_COLUMNS order) in one transaction."""
+    """Store ops.llm_calls rows (tuples in CALL_COLUMNS order) in one transaction."""
     if not rows:
         return
     columns = list(zip(*rows))
-    table = pa.table({name: pa.array(values, CALL_COLUMNS.field(name).type)
-                      for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS)
-    con.register("llm_call_rows", table)
+    store_calls(con, pa.table({name: pa.array(values, CALL_COLUMNS.field(name).type)
+                               for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS))
+
+
+def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table) -> None:
+    """Upsert a table of calls (CALL_COLUMNS) into ops.llm_calls in one transaction: one row per
+    identity, and a failed answer never replaces an ok one."""
+    con.register("llm_call_rows", calls)
     try:
         with transaction(con):
-            con.execute(sql_text("llm/upsert_calls.sql"))
+            con.execute(sql_text("llm/store_calls.sql"))
     finally:
         con.unregister("llm_call_rows")
 

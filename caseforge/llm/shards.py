@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from caseforge.llm.jobs import CALL_COLUMNS, cached_identities, run_job, schema_for
+from caseforge.llm.jobs import CALL_COLUMNS, cached_identities, run_job, schema_for, store_calls
 from caseforge.llm.types import JobResult, LLMRequest
-from caseforge.warehouse import connect, sql_text, transaction
+from caseforge.warehouse import connect, sql_text
 
 
 def shard_of(identity: str, n_shards: int) -> int:
@@ -114,10 +114,5 @@ def merge_shards(con: duckdb.DuckDBPyConnection, shard_dir: Path) -> MergeOutcom
             raise ValueError(f"{path}: not an LLM shard (missing columns: {', '.join(sorted(missing))})")
         tables.append(table.select(CALL_COLUMNS.names).cast(CALL_COLUMNS))
     rows = pa.concat_tables(tables)
-    con.register("llm_shard_rows", rows)
-    try:
-        with transaction(con):
-            con.execute(sql_text("llm/merge_shard_rows.sql"))
-    finally:
-        con.unregister("llm_shard_rows")
+    store_calls(con, rows)
     return MergeOutcome(len(files), rows.num_rows)

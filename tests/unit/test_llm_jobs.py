@@ -1,20 +1,17 @@
 """The job runner around any backend: cache, retries, failures, resume, replay."""
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
-from caseforge.llm import LLMRequest, render, run_job
-from caseforge.llm.backends.replay import ReplayBackend, ReplayMiss, export_replay
-from caseforge.llm.types import Completion
-from caseforge.warehouse import connect
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from echo_prompts import Number, requests_for  # noqa: E402
 
-PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
-
-
-class Number(BaseModel):
-    value: int
+from caseforge.llm import render, run_job  # noqa: E402
+from caseforge.llm.backends.replay import ReplayBackend, ReplayMiss, export_replay  # noqa: E402
+from caseforge.llm.types import Completion  # noqa: E402
+from caseforge.warehouse import connect  # noqa: E402
 
 
 class ScriptedBackendDouble:
@@ -36,14 +33,6 @@ class ScriptedBackendDouble:
                                   completion_tokens=2))
         return out
 
-
-def requests_for(numbers):
-    result = []
-    for n in numbers:
-        prompt = render("echo.j2", root=PROMPTS, n=n)
-        result.append(LLMRequest(key=f"n{n}", messages=prompt.messages, template_id=prompt.template_id,
-                                 template_sha=prompt.template_sha))
-    return result
 
 
 def echo(request, times_asked):

@@ -1,21 +1,18 @@
 """The openai backend against a scripted OpenAI-compatible server double on loopback."""
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
-from caseforge.llm import LLMRequest, SamplingParams, render, run_job
-from caseforge.llm.backends.openai_compat import OpenAIBackend, retry_after_seconds
-from caseforge.llm.doubles import ScriptedOpenAIServerDouble, ScriptedReply, chat_reply
-from caseforge.warehouse import connect
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from echo_prompts import Number, requests_for  # noqa: E402
 
-PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
-
-
-class Number(BaseModel):
-    value: int
+from caseforge.llm import SamplingParams, run_job  # noqa: E402
+from caseforge.llm.backends.openai_compat import OpenAIBackend, retry_after_seconds  # noqa: E402
+from caseforge.llm.doubles import ScriptedOpenAIServerDouble, ScriptedReply, chat_reply  # noqa: E402
+from caseforge.warehouse import connect  # noqa: E402
 
 
 def number_in(body: dict) -> int:
@@ -47,14 +44,6 @@ def backend_for(server, **options) -> OpenAIBackend:
     options.setdefault("sleep", RecordingSleep())
     return OpenAIBackend("double-model", base_url=server.base_url, **options)
 
-
-def requests_for(numbers, params=None):
-    result = []
-    for n in numbers:
-        prompt = render("echo.j2", root=PROMPTS, n=n)
-        result.append(LLMRequest(key=f"n{n}", messages=prompt.messages, params=params or SamplingParams(),
-                                 template_id=prompt.template_id, template_sha=prompt.template_sha))
-    return result
 
 
 def test_concurrency_bound_is_respected(scripted_openai_server):

@@ -1,22 +1,20 @@
 """Sharded LLM steps: split the pending requests, answer each shard apart, merge back into the cache."""
 import json
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from pydantic import BaseModel
 
-from caseforge.llm import LLMRequest, render, run_job
-from caseforge.llm.shards import (import_output_model, merge_shards, read_request_shard, run_shard,
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from echo_prompts import Number, requests_for  # noqa: E402
+
+from caseforge.llm import run_job  # noqa: E402
+from caseforge.llm.shards import (import_output_model, merge_shards, read_request_shard, run_shard,  # noqa: E402
                                   split_requests, write_request_shards)
-from caseforge.llm.types import Completion
-from caseforge.warehouse import connect
-
-PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
-
-
-class Number(BaseModel):
-    value: int
+from caseforge.llm.types import Completion  # noqa: E402
+from caseforge.warehouse import connect  # noqa: E402
 
 
 class EchoBackendDouble:
@@ -39,14 +37,6 @@ class EchoBackendDouble:
                                   completion_tokens=1))
         return out
 
-
-def requests_for(numbers):
-    out = []
-    for n in numbers:
-        prompt = render("echo.j2", root=PROMPTS, n=n)
-        out.append(LLMRequest(key=f"n{n}", messages=prompt.messages, template_id=prompt.template_id,
-                              template_sha=prompt.template_sha))
-    return out
 
 
 def test_split_is_stable_and_complete():
