@@ -78,10 +78,20 @@ def print_metrics(metrics: dict[str, float], fmt: str) -> None:
                   else f"{name:>24}  {value:g}")
 
 
-def _finish(state, metrics: dict[str, float], fmt: str) -> int:
+def _finish(state, db: str | None, run_id: str, fmt: str) -> int:
+    """Print the run's stored metrics; exit status from the flow's state."""
+    from caseforge.config import settings as load_settings
+    from caseforge.tasks.evaluation import store
+    from caseforge.warehouse import connect
+
     report = state.result(raise_on_failure=False)
     if isinstance(report, BaseException) or not isinstance(report, dict):
         raise CommandFailed([f"flow crashed: {report}"])
+    con = connect(load_settings(db).db_path)
+    try:
+        metrics = store.load_metrics(con, run_id)
+    finally:
+        con.close()
     print_metrics(metrics, fmt)
     sys.stdout.flush()
     if state.is_completed():
@@ -92,12 +102,10 @@ def _finish(state, metrics: dict[str, float], fmt: str) -> int:
 def run_casefacts(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from caseforge.config import settings as load_settings
     from caseforge.flows.eval_casefacts import eval_casefacts, run_parameters
     from caseforge.tasks.evaluation import store
     from caseforge.tasks.evaluation.casefacts_data import file_sha
     from caseforge.tasks.evaluation.casenames import DEFAULT_FUZZY_THRESHOLD
-    from caseforge.warehouse import connect
 
     if not Path(args.claims).is_file():
         raise FileNotFoundError(f"claims file not found: {args.claims}")
@@ -111,12 +119,7 @@ def run_casefacts(args: argparse.Namespace) -> int:
     params = run_parameters(args.system, args.k, args.missing_gold, args.limit, args.mu, args.rrf_k,
                             DEFAULT_FUZZY_THRESHOLD, args.llm, args.model, args.retriever, args.max_rounds, args.seed)
     run_id = store.eval_run_id("casefacts", args.system, file_sha(Path(args.claims)), params)
-    con = connect(load_settings(args.db).db_path)
-    try:
-        metrics = store.load_metrics(con, run_id)
-    finally:
-        con.close()
-    return _finish(state, metrics, args.format)
+    return _finish(state, args.db, run_id, args.format)
 
 
 def run_case(args: argparse.Namespace) -> int:
@@ -128,13 +131,4 @@ def run_case(args: argparse.Namespace) -> int:
                               model=args.model, replay_file=args.replay_file, retriever=args.retriever,
                               max_rounds=args.max_rounds, seed=args.seed, index_dir=args.index_dir, mu=args.mu,
                               rrf_k=args.rrf_k, dense_model=args.dense_model, out_dir=args.out_dir)
-    from caseforge.config import settings as load_settings
-    from caseforge.tasks.evaluation import store
-    from caseforge.warehouse import connect
-
-    con = connect(load_settings(args.db).db_path)
-    try:
-        metrics = store.load_metrics(con, run_id)
-    finally:
-        con.close()
-    return _finish(state, metrics, args.format)
+    return _finish(state, args.db, run_id, args.format)

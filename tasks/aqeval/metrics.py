@@ -15,6 +15,7 @@ import numpy as np
 
 from caseforge.tasks.aqeval.citations import Sentence, split_sentences, strip_citations
 from caseforge.tasks.aqeval.nli import NLIJudge
+from caseforge.tasks.evaluation.overlap import lcs_length
 
 # metrics that only mean something when a system cites
 CITATION_METRICS = ("citation_faithfulness", "citation_f1", "evidence_nli")
@@ -38,22 +39,12 @@ def _porter():
     return porter.PorterStemmer("ORIGINAL_ALGORITHM")
 
 
-def _lcs_length(a: list[str], b: list[str]) -> int:
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0]
-        for j, y in enumerate(b, start=1):
-            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
-        previous = current
-    return previous[-1]
-
-
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F1 (longest common subsequence over rouge-score's tokenization) of the marker-free answer."""
     pred, ref = rouge_tokens(strip_citations(prediction)), rouge_tokens(reference)
     if not pred or not ref:
         return 0.0
-    lcs = _lcs_length(pred, ref)
+    lcs = lcs_length(pred, ref)
     if lcs == 0:
         return 0.0
     precision, recall = lcs / len(pred), lcs / len(ref)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from caseforge.tasks.evaluation.overlap import lcs_length
+
 COMPAT_LABEL = ("rougeL_compat_ascii_only (the original code's tokenizer: Chinese characters are dropped, "
                 "only ASCII letters and numbers are compared)")
 
@@ -63,19 +65,6 @@ def word_tokens(text: str) -> list[str]:
 
 
 TOKENIZERS = {"char": char_tokens, "word": word_tokens}
-
-
-def lcs_length(a: list[str], b: list[str]) -> int:
-    """Longest common subsequence length, O(len(a)*len(b)) time, O(len(b)) memory."""
-    if not a or not b:
-        return 0
-    previous = [0] * (len(b) + 1)
-    for x in a:
-        current = [0]
-        for j, y in enumerate(b, start=1):
-            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
-        previous = current
-    return previous[-1]
 
 
 @dataclass(frozen=True)
