@@ -3,8 +3,6 @@ database in a temporary folder, a process work pool, the nightly deployment from
 (parameters pointed at real samples and a temporary warehouse), a worker, and one flow run."""
 from __future__ import annotations
 
-import csv
-import itertools
 import json
 import os
 import signal
@@ -18,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from oyez_subset import link_oyez_subset
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 POOL = "caseforge-test-pool"
@@ -111,18 +110,6 @@ def prefect_server(tmp_path_factory):
         server.stop()
 
 
-def _samples_subset(samples_dir: Path, root: Path) -> Path:
-    cases = root / "oyez" / "cases"
-    cases.mkdir(parents=True)
-    for path in sorted((samples_dir / "oyez" / "cases").glob("*.json"))[:CASES_IN_RUN]:
-        (cases / path.name).symlink_to(path)
-    with (samples_dir / "oyez" / "legacy_justice_table.csv").open(newline="", encoding="utf-8") as source:
-        records = list(itertools.islice(csv.reader(source), LEGACY_ROWS + 1))
-    with (root / "oyez" / "legacy_justice_table.csv").open("w", newline="", encoding="utf-8") as out:
-        csv.writer(out).writerows(records)
-    return root
-
-
 def _test_prefect_file(path: Path, parameters: dict) -> None:
     """deployments/prefect.yaml with only the nightly deployment, on the test pool, unscheduled."""
     config = yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())
@@ -138,7 +125,7 @@ def nightly_flow_run(prefect_server, samples_dir, tmp_path_factory):
     """Deploy the nightly, run it once through a worker, and return the finished flow run (JSON)."""
     server = prefect_server
     work = tmp_path_factory.mktemp("nightly_run")
-    subset = _samples_subset(samples_dir, work / "samples")
+    subset = link_oyez_subset(samples_dir, work / "samples", CASES_IN_RUN, LEGACY_ROWS)
     parameters = {"db": str(work / "cf.duckdb"), "from_samples": True, "samples_dir": str(subset),
                   "release_dir": str(work / "releases")}
     prefect_file = work / "prefect.yaml"

@@ -1,10 +1,9 @@
 """The nightly on real Oyez samples, twice in a row: the second run fetches nothing new, makes no
 LLM call (no builder's inputs changed) and leaves the release byte-identical."""
-import csv
-import itertools
 from pathlib import Path
 
 import pytest
+from oyez_subset import link_oyez_subset
 from pydantic import BaseModel
 
 from caseforge import nightly
@@ -69,16 +68,7 @@ def echo_builder(backend):
 def samples_subset(samples_dir, tmp_path):
     """A samples tree: links to the first real Oyez case files, and the first real rows of the legacy table
     (the whole 2,999-row table through the gate three times would make this test slow)."""
-    root = tmp_path / "samples"
-    cases = root / "oyez" / "cases"
-    cases.mkdir(parents=True)
-    for path in sorted((samples_dir / "oyez" / "cases").glob("*.json"))[:CASES_IN_SUBSET]:
-        (cases / path.name).symlink_to(path)
-    with (samples_dir / "oyez" / "legacy_justice_table.csv").open(newline="", encoding="utf-8") as source:
-        records = list(itertools.islice(csv.reader(source), LEGACY_ROWS + 1))
-    with (root / "oyez" / "legacy_justice_table.csv").open("w", newline="", encoding="utf-8") as out:
-        csv.writer(out).writerows(records)
-    return root
+    return link_oyez_subset(samples_dir, tmp_path / "samples", CASES_IN_SUBSET, LEGACY_ROWS)
 
 
 def tree_bytes(root):
