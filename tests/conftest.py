@@ -6,6 +6,11 @@ import pytest
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+# Prefect configures logging when first imported, and that closes every logging handler created
+# before it. absl (imported by rouge_score) makes one on the sys.stderr of that moment, which under
+# pytest is the capture file: closed, it crashes the rest of the session. Import Prefect first.
+import prefect.main  # noqa: E402,F401  (prefect.main is what sets logging up)
+
 
 def _samples_path() -> Path:
     default = Path(__file__).resolve().parent.parent.parent / "shared" / "samples"
