@@ -18,6 +18,31 @@ class LoadOutcome:
     reasons: list[str] = field(default_factory=list)
     changes: dict[str, int] = field(default_factory=dict)
 
+    def report_to(self, report, loaded: str, quarantined: str = "quarantined", changes_prefix: str = "",
+                  max_reasons: int | None = None) -> None:
+        """Count the outcome on a StageReport under the caller's names, with a failure line per reason."""
+        for name, value in self.changes.items():
+            report.add(f"{changes_prefix}{name}", value)
+        report.add(loaded, self.staged)
+        report.add(quarantined, self.quarantined)
+        for reason in self.reasons[:max_reasons]:
+            report.fail(reason)
+
+
+def batch_frame(rows: list[dict], columns: list[str], key: str | None = None, report=None,
+                duplicates_counter: str = "duplicates_in_batch") -> pd.DataFrame:
+    """Parsed rows as the frame gate_and_load takes: the given columns, None for missing values and,
+    with `key`, one row per key (the last one wins, e.g. a file copied twice into a replay folder;
+    how many were dropped is counted on `report`)."""
+    frame = pd.DataFrame(rows, columns=columns)
+    if key is not None:
+        duplicated = frame.duplicated(key, keep="last")
+        if duplicated.any():
+            if report is not None:
+                report.add(duplicates_counter, int(duplicated.sum()))
+            frame = frame[~duplicated]
+    return frame.astype(object).where(frame.notna(), None)
+
 
 def gate_and_load(
     con: duckdb.DuckDBPyConnection,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import io
 import re
 import unicodedata
 
@@ -48,6 +49,20 @@ def html_to_text(value: str | None) -> str | None:
     text = _SPACE_AFTER_OPEN.sub(r"\1", text)
     text = _BLANK_LINES.sub("\n", text).strip()
     return text or None
+
+
+def csv_records(body: bytes, required: set[str], what: str) -> list[tuple[int, dict]]:
+    """(line number, record) for each data row of a CSV file, every cell read as text.
+
+    Raises ValueError naming `what` and the missing columns when a required column is absent.
+    """
+    import pandas as pd
+
+    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
+    missing = required - set(table.columns)
+    if missing:
+        raise ValueError(f"{what} lacks columns: {', '.join(sorted(missing))}")
+    return list(enumerate(table.to_dict("records"), start=2))
 
 
 def cell_text(value) -> str | None:

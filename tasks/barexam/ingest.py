@@ -25,10 +25,7 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
         report.fail(f"{path.name}: {problem}")
         quarantine(con, run_id, table, "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
     outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key)
-    report.add(f"{table}_loaded", outcome.staged)
-    report.add("quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, f"{table}_loaded")
 
 
 def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, folder: Path,

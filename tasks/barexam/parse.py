@@ -1,12 +1,11 @@
 """Bar Exam QA files → rows: barexam_qa.csv (questions) and passages_*.jsonl (passages)."""
 from __future__ import annotations
 
-import io
 import json
 
 import pandas as pd
 
-from caseforge.text import cell_text
+from caseforge.text import cell_text, csv_records
 
 QUESTION_COLUMNS = ["question_id", "dataset", "source", "subject", "prompt", "question", "choice_a", "choice_b",
                     "choice_c", "choice_d", "answer", "gold_passage_id", "raw_sha256"]
@@ -16,12 +15,8 @@ REQUIRED_QA = {"idx", "question", "choice_a", "choice_b", "choice_c", "choice_d"
 
 def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
     """Question rows and one message per row that cannot be a question (no id, a missing option, bad answer)."""
-    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
-    missing = REQUIRED_QA - set(table.columns)
-    if missing:
-        raise ValueError(f"barexam_qa.csv lacks columns: {', '.join(sorted(missing))}")
     rows, problems = [], []
-    for number, record in enumerate(table.to_dict("records"), start=2):
+    for number, record in csv_records(body, REQUIRED_QA, "barexam_qa.csv"):
         row = {
             "question_id": cell_text(record.get("idx")),
             "dataset": cell_text(record.get("dataset")),

@@ -101,10 +101,5 @@ def build_and_load(con, run_id: int | None, records, source: str, report: StageR
         report.add(f"items_{item.task}")
     outcome = gate_and_load(con, run_id, TABLE, items_frame(items), "casegen/curate_items.sql", "item_id",
                             change_counts_sql="casegen/item_change_counts.sql")
-    report.add("items_loaded", outcome.staged)
-    report.add("quarantined", outcome.quarantined)
-    for name, n in outcome.changes.items():
-        report.add(f"items_{name}", n)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, "items_loaded", changes_prefix="items_")
     return items

@@ -12,7 +12,7 @@ import pandas as pd
 
 from caseforge.archive import Payload, RawArchive
 from caseforge.gate import quarantine
-from caseforge.load import gate_and_load
+from caseforge.load import batch_frame, gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.cn.records import JudgmentRecord, RecordError, parse_record, read_dump, record_from_dict
 from caseforge.tasks.cn.text import DecodeError
@@ -91,12 +91,7 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
         row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
         rows.append(row)
     report.add("parsed", len(rows))
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    duplicated = frame.duplicated("doc_id", keep="last")
-    if duplicated.any():
-        report.add("duplicates_in_batch", int(duplicated.sum()))
-        frame = frame[~duplicated]
-    return frame.astype(object).where(frame.notna(), None)
+    return batch_frame(rows, COLUMNS, "doc_id", report)
 
 
 def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
@@ -104,12 +99,7 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFr
         return
     outcome = gate_and_load(con, run_id, TABLE, frame, "cn/curate_cn_judgments.sql", key_column="doc_id",
                             change_counts_sql="cn/change_counts.sql")
-    for name, value in outcome.changes.items():
-        report.add(name, value)
-    report.add("loaded", outcome.staged)
-    report.add("quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, "loaded")
 
 
 def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: RawArchive, directory: Path,

@@ -11,7 +11,7 @@ import pandas as pd
 from caseforge.archive import Payload, RawArchive
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
-from caseforge.load import gate_and_load
+from caseforge.load import batch_frame, gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.guides import citations as cites
 from caseforge.tasks.guides.pages import GuidePage, GuideSourceError, read_pages
@@ -133,26 +133,15 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
     return parsed.rows, rows
 
 
-def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.astype(object).where(frame.notna(), None)
-
-
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
-    outcome = gate_and_load(con, run_id, "guide_paragraphs", _frame(paragraphs, PARAGRAPH_COLUMNS),
+    outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
                             "guides/curate_guide_paragraphs.sql", key_column="para_no")
-    report.add("guide_paragraphs_loaded", outcome.staged)
-    report.add("guide_paragraphs_quarantined", outcome.quarantined)
-    for reason in outcome.reasons[:50]:
-        report.fail(reason)
+    outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50)
     if not citations:
         return
-    outcome = gate_and_load(con, run_id, "guide_citations", _frame(citations, CITATION_COLUMNS),
+    outcome = gate_and_load(con, run_id, "guide_citations", batch_frame(citations, CITATION_COLUMNS),
                             "guides/curate_guide_citations.sql", key_column="raw_citation")
-    report.add("citations_loaded", outcome.staged)
-    report.add("citations_quarantined", outcome.quarantined)
-    for reason in outcome.reasons[:50]:
-        report.fail(reason)
+    outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50)
 
 
 def resolution_rates(con) -> list[dict]:

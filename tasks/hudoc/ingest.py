@@ -7,12 +7,11 @@ from datetime import date
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
 from caseforge.archive import Payload, RawArchive
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
-from caseforge.load import gate_and_load
+from caseforge.load import batch_frame, gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
@@ -76,20 +75,10 @@ def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload:
 def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict], report: StageReport) -> None:
     if not rows:
         return
-    frame = pd.DataFrame(rows, columns=meta.COLUMNS)
-    duplicated = frame.duplicated("itemid", keep="last")
-    if duplicated.any():
-        report.add("duplicate_records_in_batch", int(duplicated.sum()))
-        frame = frame[~duplicated]
-    frame = frame.astype(object).where(frame.notna(), None)
+    frame = batch_frame(rows, meta.COLUMNS, "itemid", report, duplicates_counter="duplicate_records_in_batch")
     outcome = gate_and_load(con, run_id, "echr_judgments", frame, "hudoc/curate_echr_judgments.sql",
                             key_column="itemid", change_counts_sql="hudoc/judgment_change_counts.sql")
-    for name, value in outcome.changes.items():
-        report.add(f"judgments_{name}", value)
-    report.add("judgments_loaded", outcome.staged)
-    report.add("judgments_quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, "judgments_loaded", "judgments_quarantined", changes_prefix="judgments_")
 
 
 def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,
@@ -151,14 +140,9 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
 def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> None:
     if not rows:
         return
-    frame = pd.DataFrame(rows, columns=PARAGRAPH_COLUMNS)
-    frame = frame.astype(object).where(frame.notna(), None)
-    outcome = gate_and_load(con, run_id, "echr_paragraphs", frame, "hudoc/curate_echr_paragraphs.sql",
+    outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
                             key_column="itemid")
-    report.add("paragraphs_loaded", outcome.staged)
-    report.add("paragraphs_quarantined", outcome.quarantined)
-    for reason in outcome.reasons[:50]:
-        report.fail(reason)
+    outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50)
 
 
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],

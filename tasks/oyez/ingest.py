@@ -18,7 +18,7 @@ from caseforge.archive import Payload, RawArchive
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
-from caseforge.load import gate_and_load
+from caseforge.load import batch_frame, gate_and_load
 from caseforge.orchestration import RunSession, run_session
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
@@ -105,13 +105,7 @@ def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[P
             quarantine(con, run_id, "scotus_cases", "parse", str(exc), source_key=payload.key,
                        raw_sha256=payload.sha256)
     report.add("parsed", len(rows))
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    # the same case can appear twice in a batch (a file copied in a replay dir): keep the last
-    duplicated = frame.duplicated("case_id", keep="last")
-    if duplicated.any():
-        report.add("duplicates_in_batch", int(duplicated.sum()))
-        frame = frame[~duplicated]
-    return frame.astype(object).where(frame.notna(), None)
+    return batch_frame(rows, COLUMNS, "case_id", report)
 
 
 def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
@@ -121,12 +115,7 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
         con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
         change_counts_sql="oyez/change_counts.sql",
     )
-    for name, value in outcome.changes.items():
-        report.add(name, value)
-    report.add("passed_gate", outcome.staged)
-    report.add("quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, "passed_gate")
 
 
 def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
@@ -184,10 +173,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         report.fail(f"legacy table: {problem}")
         quarantine(con, run_id, "scotus_legacy", "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
     outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
-    report.add("legacy_loaded", outcome.staged)
-    report.add("quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome.report_to(report, "legacy_loaded")
 
 
 def batches(items: list, size: int | None = None):

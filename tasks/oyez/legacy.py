@@ -1,11 +1,11 @@
 """The legacy Oyez-derived case table (Kaggle 'justice.csv'): CSV bytes → scotus_legacy rows."""
 from __future__ import annotations
 
-import io
 
 import pandas as pd
 
-from caseforge.text import cell_text, html_to_text
+from caseforge.load import batch_frame
+from caseforge.text import cell_text, csv_records, html_to_text
 
 LEGACY_COLUMNS = [
     "case_id", "name", "source_url", "docket", "term", "first_party", "second_party", "facts",
@@ -31,12 +31,8 @@ def _int(value) -> int | None:
 
 def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
     """Rows for staging.scotus_legacy and one message per row that could not be read."""
-    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
-    missing = REQUIRED - set(table.columns)
-    if missing:
-        raise ValueError(f"legacy table lacks columns: {', '.join(sorted(missing))}")
     rows, problems = [], []
-    for number, record in enumerate(table.to_dict("records"), start=2):
+    for number, record in csv_records(body, REQUIRED, "legacy table"):
         case_id = _int(record.get("ID"))
         if case_id is None:
             problems.append(f"line {number}: no numeric ID")
@@ -58,6 +54,4 @@ def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list
             "issue_area": cell_text(record.get("issue_area")),
             "raw_sha256": raw_sha256,
         })
-    frame = pd.DataFrame(rows, columns=LEGACY_COLUMNS)
-    frame = frame.drop_duplicates("case_id", keep="last")
-    return frame.astype(object).where(frame.notna(), None), problems
+    return batch_frame(rows, LEGACY_COLUMNS, "case_id"), problems
