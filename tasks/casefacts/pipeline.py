@@ -183,9 +183,7 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
     for p in pairs:
         a, b = p
         key = pid[id(p)]
-        row = {"pair_id": f"contradiction:{key}", "case_id": int(a["case_id"]), "kind": "contradiction",
-               "claim_id_1": a["claim_id"], "claim_id_2": b["claim_id"], "detected": None, "resolution": None,
-               "corrected_claim": None, "applied": False, "reason": None}
+        row = _same_case_row("contradiction", key, a, b)
         if f"scc:{key}" in contra.failures:
             row.update(resolution="llm_failed", reason=contra.failures[f"scc:{key}"].reason[:300])
             rows.append(row)
@@ -220,9 +218,7 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
     for p in pairs:
         a, b = p
         key = pid[id(p)]
-        row = {"pair_id": f"redundancy:{key}", "case_id": int(a["case_id"]), "kind": "redundancy",
-               "claim_id_1": a["claim_id"], "claim_id_2": b["claim_id"], "detected": None, "resolution": None,
-               "corrected_claim": None, "applied": False, "reason": None}
+        row = _same_case_row("redundancy", key, a, b)
         if f"scr:{key}" in redund.failures:
             row.update(resolution="llm_failed", reason=redund.failures[f"scr:{key}"].reason[:300])
             ctx.report.add("same_case.check_failed")
@@ -245,6 +241,13 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
     kept = pd.concat([kept, pd.DataFrame(added, columns=list(kept.columns))], ignore_index=True)
     kept["case_id"] = kept["case_id"].astype("int64")
     return _load(ctx, "kept_claims", kept, "claim_id")
+
+
+def _same_case_row(kind: str, key: str, a: dict, b: dict) -> dict:
+    """A curated.same_case_pairs row for one pair before any check has said anything."""
+    return {"pair_id": f"{kind}:{key}", "case_id": int(a["case_id"]), "kind": kind,
+            "claim_id_1": a["claim_id"], "claim_id_2": b["claim_id"], "detected": None, "resolution": None,
+            "corrected_claim": None, "applied": False, "reason": None}
 
 
 # 4. embeddings -------------------------------------------------------------------------------------
