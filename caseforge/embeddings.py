@@ -9,6 +9,8 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
+
 _MODELS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
@@ -41,3 +43,16 @@ def load_sentence_model(path: str | Path | None, option_hint: str):
 
             _MODELS[key] = SentenceTransformer(key, device="cpu")
         return _MODELS[key]
+
+
+def encode_unique(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """Unit float32 vectors, one row per text. Each distinct text is encoded once, in sorted order,
+    so equal texts get bit-equal vectors (batch padding would leave them ulps apart) and a text's
+    vector does not depend on which other texts came with it in the call's order."""
+    unique = sorted(set(texts))
+    if not unique:
+        return np.zeros((0, model.get_embedding_dimension() or 1), np.float32)
+    vectors = np.asarray(model.encode(unique, batch_size=batch_size, normalize_embeddings=True,
+                                      show_progress_bar=False, convert_to_numpy=True), dtype=np.float32)
+    row_of = {text: i for i, text in enumerate(unique)}
+    return vectors[[row_of[t] for t in texts]]

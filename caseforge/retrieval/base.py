@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from caseforge.ranking import id_ranks, stable_scores, top_k_indices
 from caseforge.retrieval.corpus import Corpus
 
 Hit = tuple[str, float]
@@ -46,18 +47,13 @@ class Retriever(ABC):
         (Path(folder) / MANIFEST).write_text(json.dumps(self.manifest(), indent=1, sort_keys=True))
 
 
-def top_k_rows(scores: np.ndarray, ids: tuple[str, ...], k: int) -> list[list[Hit]]:
-    """Best-first top-k per row of a (queries × docs) score matrix; ties broken by corpus order."""
-    n_docs = scores.shape[1]
-    k = min(k, n_docs)
+def top_k_rows(scores: np.ndarray, ids: tuple[str, ...], k: int,
+               tie_ranks: np.ndarray | None = None) -> list[list[Hit]]:
+    """Best-first top-k per row of a (queries × docs) score matrix; equal scores (at
+    caseforge.ranking's precision) go by doc id, so neither corpus order nor the CPU decides."""
+    ranks = id_ranks(ids) if tie_ranks is None else tie_ranks
     results = []
-    if k <= 0:
-        return [[] for _ in range(scores.shape[0])]
-    for row in scores:
-        if k < n_docs:
-            part = np.argpartition(-row, k - 1)[:k]
-        else:
-            part = np.arange(n_docs)
-        order = part[np.lexsort((part, -row[part]))]
-        results.append([(ids[i], float(row[i])) for i in order])
+    for row in np.atleast_2d(scores):
+        rounded = stable_scores(row)
+        results.append([(ids[i], float(rounded[i])) for i in top_k_indices(rounded, ranks, k)])
     return results

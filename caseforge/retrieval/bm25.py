@@ -1,4 +1,4 @@
-"""BM25 via bm25s over the shared tokenizer."""
+"""BM25 via bm25s over the shared tokenizer, scored in float64 (see caseforge.ranking)."""
 from __future__ import annotations
 
 import logging
@@ -24,13 +24,13 @@ class BM25Retriever(Retriever):
         self.vocab: dict[str, int] = {}
 
     def params(self) -> dict:
-        return {"k1": self.k1, "b": self.b, "method": self.method}
+        return {"k1": self.k1, "b": self.b, "method": self.method, "dtype": "float64"}
 
     def build(self) -> "BM25Retriever":
         ids_per_doc = []
         for text in self.corpus.texts:
             ids_per_doc.append([self.vocab.setdefault(t, len(self.vocab)) for t in tokenize(text)])
-        self.model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        self.model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method, dtype="float64")
         self.model.index(bm25s.tokenization.Tokenized(ids=ids_per_doc, vocab=dict(self.vocab)), show_progress=False)
         return self
 
@@ -42,7 +42,8 @@ class BM25Retriever(Retriever):
                 scores = np.zeros(len(self.corpus))
             else:
                 scores = self.model.get_scores(token_ids)
-            results.extend(top_k_rows(np.asarray(scores, dtype=np.float64)[None, :], self.corpus.ids, k))
+            results.extend(top_k_rows(np.asarray(scores, dtype=np.float64)[None, :], self.corpus.ids, k,
+                                       self.corpus.tie_ranks))
         return results
 
     def save(self, folder: Path) -> None:

@@ -5,13 +5,17 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import numpy as np
+
+from caseforge.ranking import id_ranks
+
 
 @dataclass(frozen=True)
 class Corpus:
     name: str
     ids: tuple[str, ...]
     texts: tuple[str, ...]
-    _fingerprint: list = field(default_factory=list, compare=False, repr=False)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_pairs(cls, name: str, pairs: Iterable[tuple[str, str]]) -> "Corpus":
@@ -32,15 +36,22 @@ class Corpus:
     @property
     def fingerprint(self) -> str:
         """sha256 over every id and text in order: any change to the corpus changes it."""
-        if not self._fingerprint:
+        if "fingerprint" not in self._cache:
             digest = hashlib.sha256()
             for doc_id, text in zip(self.ids, self.texts):
                 digest.update(doc_id.encode("utf-8"))
                 digest.update(b"\x00")
                 digest.update(text.encode("utf-8"))
                 digest.update(b"\x01")
-            self._fingerprint.append(digest.hexdigest())
-        return self._fingerprint[0]
+            self._cache["fingerprint"] = digest.hexdigest()
+        return self._cache["fingerprint"]
+
+    @property
+    def tie_ranks(self) -> np.ndarray:
+        """Each document's position in id order: how rankings break exact ties."""
+        if "tie_ranks" not in self._cache:
+            self._cache["tie_ranks"] = id_ranks(self.ids)
+        return self._cache["tie_ranks"]
 
     def text_of(self, doc_id: str) -> str:
         return self.texts[self.ids.index(doc_id)]

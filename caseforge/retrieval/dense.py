@@ -36,12 +36,12 @@ class DenseRetriever(Retriever):
         self.folder: Path | None = None
 
     def params(self) -> dict:
-        return {"model": Path(self.model_path).name}
+        return {"model": Path(self.model_path).name, "encoding": "unique-texts"}
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        model = load_model(self.model_path)
-        return np.asarray(model.encode(list(texts), batch_size=ENCODE_BATCH, normalize_embeddings=True,
-                                       show_progress_bar=False, convert_to_numpy=True), dtype=np.float32)
+        if not texts:
+            return np.zeros((0, 1), np.float32)
+        return embeddings.encode_unique(load_model(self.model_path), list(texts), ENCODE_BATCH)
 
     def build(self) -> "DenseRetriever":
         self.embeddings = self.encode(list(self.corpus.texts)) if len(self.corpus) else np.zeros((0, 1), np.float32)
@@ -64,8 +64,8 @@ class DenseRetriever(Retriever):
     def search(self, queries: list[str], k: int = 10) -> list[list[Hit]]:
         if not queries:
             return []
-        scores = self.encode_queries(queries) @ self.embeddings.T
-        return top_k_rows(scores.astype(np.float64), self.corpus.ids, k)
+        scores = self.encode_queries(queries).astype(np.float64) @ self.embeddings.T.astype(np.float64)
+        return top_k_rows(scores, self.corpus.ids, k, self.corpus.tie_ranks)
 
     def save(self, folder: Path) -> None:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -88,7 +88,8 @@ class QueryLikelihoodRetriever(Retriever):
     def search(self, queries: list[str], k: int = 10) -> list[list[Hit]]:
         results: list[list[Hit]] = []
         for start in range(0, len(queries), QUERY_BATCH):
-            results.extend(top_k_rows(self.score(queries[start:start + QUERY_BATCH]), self.corpus.ids, k))
+            results.extend(top_k_rows(self.score(queries[start:start + QUERY_BATCH]), self.corpus.ids, k,
+                                       self.corpus.tie_ranks))
         return results
 
     def save(self, folder: Path) -> None:
