@@ -6,7 +6,8 @@ from typing import Protocol
 
 import numpy as np
 
-from caseforge.embeddings import default_model_path, load_sentence_model
+from caseforge.embeddings import default_model_path, encode_unique, load_sentence_model
+from caseforge.ranking import stable_order, stable_scores
 
 __all__ = ["Embedder", "SentenceTransformerEmbedder", "default_model_path", "top_k"]
 
@@ -23,15 +24,14 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        return np.asarray(self.model.encode(texts, normalize_embeddings=True, batch_size=32,
-                                            show_progress_bar=False), dtype=np.float32)
+        return encode_unique(self.model, texts, batch_size=32)
 
 
 def top_k(query: np.ndarray, candidates: np.ndarray, k: int, exclude: set[int] = frozenset()) -> list[int]:
-    """Indices of the k candidates most similar to the query (ties by position), skipping `exclude`."""
-    scores = candidates @ query
-    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-    return [i for i in order if i not in exclude][:k]
+    """Indices of the k candidates most similar to the query (equal scores by position), skipping `exclude`."""
+    scores = np.asarray(candidates, np.float64) @ np.asarray(query, np.float64)
+    order = stable_order(scores, np.arange(len(scores)))
+    return [int(i) for i in order if int(i) not in exclude][:k]
 
 
 def duplicates(vectors: np.ndarray, threshold: float = 0.8) -> dict[int, int]:
@@ -39,7 +39,8 @@ def duplicates(vectors: np.ndarray, threshold: float = 0.8) -> dict[int, int]:
     found: dict[int, int] = {}
     kept: list[int] = []
     for i in range(len(vectors)):
-        match = next((j for j in kept if float(vectors[i] @ vectors[j]) >= threshold - 1e-6), None)
+        match = next((j for j in kept if stable_scores(np.dot(vectors[i].astype(np.float64), vectors[j]))
+                      >= threshold - 1e-6), None)
         if match is None:
             kept.append(i)
         else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from caseforge.embeddings import default_model_path, load_sentence_model
+from caseforge.embeddings import default_model_path, encode_unique, load_sentence_model
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -19,8 +19,7 @@ class SentenceTransformerEmbedder:
         self.name = f"sentence-transformers:{resolved.name}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self._model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        return encode_unique(self._model, texts, batch_size=64)
 
 
 class HashingEmbedder:

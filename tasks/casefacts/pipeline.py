@@ -79,7 +79,8 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     for reason in outcome.reasons:
         ctx.report.fail(reason)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
-    return ctx.con.execute(f"SELECT * FROM curated.{name}").df()
+    # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
+    return ctx.con.execute(f"SELECT * FROM curated.{name} ORDER BY {key}").df()
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:

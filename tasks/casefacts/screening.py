@@ -4,6 +4,11 @@ One pass over the upper triangle of the similarity matrix in tiles (row block ×
 each tile keeps only (a) the pairs inside the configured windows and (b) a seeded uniform sample of
 pairs per similarity bin (bottom-k on random keys, i.e. reservoir sampling that merges across
 tiles), plus a pair count per bin. Memory is one tile plus the kept pairs.
+
+A pair's random key is a hash of the seed and the pair's two row numbers, not a draw from a
+generator consumed in tile order: a pair whose similarity float noise moves across a bin edge on
+another machine changes only its own membership, not every later draw. Samples come out sorted by
+(left, right) row, and similarities are rounded to `SIMILARITY_DECIMALS`.
 Past `ann_threshold` claims, a random-projection LSH proposes candidate pairs instead of the exhaustive
 pass (pairs below the windows are then sampled by drawing random pairs).
 """
@@ -12,6 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+
+SIMILARITY_DECIMALS = 6        # float32 cosines carry ~1e-7 of noise between BLAS kernels
+
+
+def pair_keys(seed: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """A uniform key in [0, 1) per pair, a pure function of (seed, left, right) (splitmix64 mixing)."""
+    with np.errstate(over="ignore"):
+        x = (np.asarray(left, np.uint64) << np.uint64(32)) ^ np.asarray(right, np.uint64)
+        x = x ^ np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 @dataclass(frozen=True)
@@ -42,6 +61,10 @@ class PairSet:
         self.right = np.concatenate([self.right, right.astype(np.int64)])
         self.similarity = np.concatenate([self.similarity, sim.astype(np.float32)])
 
+    def sorted(self) -> "PairSet":
+        order = np.lexsort((self.right, self.left))
+        return PairSet(self.left[order], self.right[order], self.similarity[order])
+
 
 @dataclass
 class ScreenResult:
@@ -70,7 +93,7 @@ class _BottomK:
         all_keys = np.concatenate([self.keys, keys])
         self.pairs.extend(left, right, sim)
         if len(all_keys) > self.k:
-            keep = np.argpartition(all_keys, self.k - 1)[: self.k]
+            keep = np.sort(np.argsort(all_keys, kind="stable")[: self.k])
             all_keys = all_keys[keep]
             self.pairs = PairSet(self.pairs.left[keep], self.pairs.right[keep], self.pairs.similarity[keep])
         self.keys = all_keys
@@ -92,7 +115,6 @@ class _Collector:
         self.reservoirs = {b: _BottomK(config.samples_per_bin) for b in range(first, self.keep_all_bin)}
         self.kept_all = {b: PairSet() for b in range(self.keep_all_bin, last + 1)}
         self.counts = {b: 0 for b in range(first, last + 1)}
-        self.rng = np.random.default_rng(config.seed)
         floors = [lo for lo, _ in windows.values()] + ([config.sample_from] if sample else [])
         self.floor = min(floors) if floors else 2.0
 
@@ -114,12 +136,14 @@ class _Collector:
             if b >= self.keep_all_bin:
                 self.kept_all.setdefault(b, PairSet()).extend(left[chosen], right[chosen], sim[chosen])
             else:
-                self.reservoirs[b].offer(left[chosen], right[chosen], sim[chosen], self.rng.random(int(n)))
+                self.reservoirs[b].offer(left[chosen], right[chosen], sim[chosen],
+                                         pair_keys(self.config.seed, left[chosen], right[chosen]))
 
     def result(self, method: str) -> ScreenResult:
-        samples = {b: r.pairs for b, r in self.reservoirs.items()}
-        samples.update(self.kept_all)
-        return ScreenResult(self.windows, samples, self.counts, method)
+        samples = {b: r.pairs.sorted() for b, r in self.reservoirs.items()}
+        samples.update({b: pairs.sorted() for b, pairs in self.kept_all.items()})
+        windows = {name: pairs.sorted() for name, pairs in self.windows.items()}
+        return ScreenResult(windows, samples, self.counts, method)
 
 
 def screen_pairs(embeddings: np.ndarray, groups: np.ndarray, windows: dict[str, tuple[float, float]],
@@ -135,7 +159,7 @@ def screen_pairs(embeddings: np.ndarray, groups: np.ndarray, windows: dict[str, 
         b = min(a + config.row_block, n)
         for c in range(a, n, config.col_block):
             d = min(c + config.col_block, n)
-            tile = emb[a:b] @ emb[c:d].T
+            tile = np.round(emb[a:b] @ emb[c:d].T, SIMILARITY_DECIMALS)
             rows, cols = np.nonzero(tile >= collector.floor)
             if len(rows) == 0:
                 continue
@@ -176,7 +200,7 @@ def _screen_lsh(emb, groups, windows, config, sample) -> ScreenResult:
     left, right = _lsh_candidates(emb, config)
     keep = groups[left] != groups[right]
     left, right = left[keep], right[keep]
-    sim = np.einsum("ij,ij->i", emb[left], emb[right])
+    sim = np.round(np.einsum("ij,ij->i", emb[left], emb[right]), SIMILARITY_DECIMALS)
     above = sim >= collector.floor
     collector.take(left[above], right[above], sim[above])
     if sample:
@@ -187,7 +211,7 @@ def _screen_lsh(emb, groups, windows, config, sample) -> ScreenResult:
         i, j = np.minimum(i, j), np.maximum(i, j)
         ok = (i != j) & (groups[i] != groups[j])
         i, j = i[ok], j[ok]
-        s = np.einsum("ij,ij->i", emb[i], emb[j])
+        s = np.round(np.einsum("ij,ij->i", emb[i], emb[j]), SIMILARITY_DECIMALS)
         sampler = _Collector({}, config, sample=True)
         low = s < config.keep_all_from
         sampler.take(i[low], j[low], s[low])

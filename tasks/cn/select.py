@@ -5,7 +5,11 @@ Embedders (the `embedder` setting):
   from a local folder only; nothing is downloaded.
 - `tfidf-char` — the offline fallback: character 1–2-gram TF-IDF reduced by truncated SVD
   (no model, deterministic for a seed).
-Selection is seeded and reproducible: same documents, embedder, k, n and seed give the same picks.
+Selection is seeded and reproducible: same documents, embedder, k, n and seed give the same picks,
+also on another machine: the numerical work runs on one BLAS/OpenMP thread (scikit-learn's K-Means
+adds per-thread partial sums in whatever order threads finish), clusters are numbered by their
+smallest doc id rather than by K-Means' label order, and distances are compared at
+caseforge.ranking's precision with ties going to the smaller doc id.
 """
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+from caseforge.ranking import id_ranks, stable_order, stable_scores
 
 TFIDF = "tfidf-char"
 ST_PREFIX = "sentence-transformers:"
@@ -44,7 +51,8 @@ def embed_text(doc: dict) -> str:
 def embed(texts: list[str], embedder: str, seed: int = 0, dims: int = 128) -> np.ndarray:
     """L2-normalised embeddings, one row per text."""
     if embedder == TFIDF:
-        vectors = _tfidf_svd(texts, seed, dims)
+        with threadpool_limits(1):
+            vectors = _tfidf_svd(texts, seed, dims)
     elif embedder.startswith(ST_PREFIX):
         vectors = _sentence_transformers(texts, embedder[len(ST_PREFIX):])
     else:
@@ -80,11 +88,21 @@ def _sentence_transformers(texts: list[str], model_path: str) -> np.ndarray:
 
 
 def kmeans(vectors: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, centroids) by scikit-learn's KMeans with a fixed seed."""
+    """(labels, centroids) by scikit-learn's KMeans with a fixed seed, on one thread."""
     from sklearn.cluster import KMeans
 
-    model = KMeans(n_clusters=k, random_state=seed, n_init=10).fit(vectors)
+    with threadpool_limits(1):
+        model = KMeans(n_clusters=k, random_state=seed, n_init=10).fit(vectors)
     return model.labels_, model.cluster_centers_
+
+
+def canonical_labels(labels: np.ndarray, tie_ranks: np.ndarray) -> np.ndarray:
+    """Renumber clusters 0.. in the order of each cluster's smallest tie rank (doc id)."""
+    first = {}
+    for label, rank in zip(labels.tolist(), tie_ranks.tolist()):
+        first[label] = min(rank, first.get(label, rank))
+    number = {label: n for n, label in enumerate(sorted(first, key=first.get))}
+    return np.array([number[label] for label in labels.tolist()], dtype=np.int64)
 
 
 def quotas(sizes: list[int], n: int) -> list[int]:
@@ -108,8 +126,12 @@ def select_representatives(doc_ids: list[str], vectors: np.ndarray, n: int, k: i
         return []
     k = max(1, min(k, len(doc_ids)))
     labels, centroids = kmeans(vectors, k, seed)
-    distances = np.linalg.norm(vectors - centroids[labels], axis=1)
-    members = [sorted(np.flatnonzero(labels == c), key=lambda i: (distances[i], doc_ids[i])) for c in range(k)]
+    distances = stable_scores(np.linalg.norm(vectors - centroids[labels], axis=1))
+    ranks = id_ranks(doc_ids)
+    labels = canonical_labels(labels, ranks)
+    k = int(labels.max()) + 1
+    members = [[int(i) for i in members[stable_order(distances[members], ranks[members], largest=False)]]
+               for members in (np.flatnonzero(labels == c) for c in range(k))]
     picks = []
     for cluster, quota in enumerate(quotas([len(m) for m in members], n)):
         for rank, index in enumerate(members[cluster][:quota]):
