@@ -31,20 +31,24 @@ class LLMRequest(BaseModel):
     template_sha: str
     json_schema: dict | None = None
 
+    def canonical(self, model: str) -> dict:
+        """Everything that makes up the request's identity (the `key` does not)."""
+        return {
+            "model": model,
+            "messages": self.messages,
+            "params": self.params.model_dump(),
+            "schema": self.json_schema,
+            "template": [self.template_id, self.template_sha],
+        }
+
     def identity(self, model: str) -> str:
-        canonical = json.dumps(
-            {
-                "model": model,
-                "messages": self.messages,
-                "params": self.params.model_dump(),
-                "schema": self.json_schema,
-                "template": [self.template_id, self.template_sha],
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return identity_of(self.canonical(model))
+
+
+def identity_of(canonical: dict) -> str:
+    """sha256 of a request's canonical form (LLMRequest.canonical), as stored in replay files."""
+    text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -111,6 +111,52 @@ def test_replay_answers_recorded_identities_and_refuses_others(db_path, tmp_path
     assert json.loads(replay_file.read_text().splitlines()[0])["model"] == "double-model"
 
 
+def passages_request(key: str, passages: list[str], max_tokens: int = 50):
+    from caseforge.llm import LLMRequest, SamplingParams
+
+    user = "Question: what did the Court find?\n" + "\n".join(f"[{n}] {p}" for n, p in enumerate(passages, 1))
+    return LLMRequest(key=key, messages=[{"role": "system", "content": "Answer from the passages."},
+                                         {"role": "user", "content": user}],
+                      params=SamplingParams(max_tokens=max_tokens), template_id="demo/check.j2", template_sha="abc")
+
+
+def test_replay_file_stores_whole_requests_and_a_miss_names_the_differing_passage(db_path, tmp_path):
+    con = connect(db_path)
+    backend = ScriptedBackendDouble(lambda request, _n: '{"value": 1}')
+    recorded = [passages_request("q393", ["Article 17 applies only exceptionally.", "Pastörs § 37.", "Perinçek § 209."]),
+                passages_request("q196", ["Effective control of an area.", "Al-Skeini § 138."])]
+    run_job(con, "check", backend, recorded, Number)
+    replay_file = tmp_path / "replay.jsonl"
+    export_replay(con, replay_file)
+    stored = {json.loads(line)["key"]: json.loads(line) for line in replay_file.read_text().splitlines()}
+    assert stored["q393"]["request"]["messages"] == recorded[0].messages
+    assert stored["q393"]["request"]["params"]["max_tokens"] == 50
+
+    replay = ReplayBackend("double-model", replay_file=replay_file)
+    moved = passages_request("q393", ["Article 17 applies only exceptionally.", "Pastörs § 37.", "Perinçek § 210."])
+    with pytest.raises(ReplayMiss) as miss:
+        run_job(connect(tmp_path / "fresh.duckdb"), "check", replay, [moved], Number)
+    message = str(miss.value)
+    assert "nearest recorded request: key=q393" in message
+    assert "message 2 (user) line 4: wanted '[3] Perinçek § 210.', recorded '[3] Perinçek § 209.'" in message
+
+    longer = passages_request("q196", ["Effective control of an area.", "Al-Skeini § 138."], max_tokens=60)
+    with pytest.raises(ReplayMiss, match=r"key=q196 .*differs in params: wanted .*'max_tokens': 60"):
+        run_job(connect(tmp_path / "fresh2.duckdb"), "check", replay, [longer], Number)
+
+
+def test_a_hand_edited_replay_record_is_refused(db_path, tmp_path):
+    con = connect(db_path)
+    run_job(con, "check", ScriptedBackendDouble(lambda r, n: '{"value": 1}'), [passages_request("a", ["x"])], Number)
+    replay_file = tmp_path / "replay.jsonl"
+    export_replay(con, replay_file)
+    record = json.loads(replay_file.read_text())
+    record["request"]["messages"][1]["content"] += " edited"
+    replay_file.write_text(json.dumps(record) + "\n")
+    with pytest.raises(ValueError, match="replay.jsonl:1: the stored request does not hash to its identity"):
+        ReplayBackend("double-model", replay_file=replay_file)
+
+
 class StreamingBackendDouble(ScriptedBackendDouble):
     """Test double for a streaming backend: hands answers over in an order of its own."""
 

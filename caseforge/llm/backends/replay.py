@@ -1,36 +1,60 @@
 """`replay`: answers from a recorded file of request identity → response.
 
-The file is JSONL, one object per line: {"identity": ..., "model": ..., "response": ...} (extra
-keys such as "key" or "step" are kept for readers and ignored here). A request the file has no
-answer for is refused with ReplayMiss: a replay never invents output.
+The file is JSONL, one object per line:
+    {"identity", "model", "step", "template", "key", "request", "response"}
+where `request` is the whole canonical request (LLMRequest.canonical: model, messages, sampling
+parameters, output schema, template id and hash) whose sha256 is `identity`. A request the file has
+no answer for is refused with ReplayMiss, which names the nearest recorded request and what differs
+from it (a field, or the first differing lines of a message): a replay never invents output, and a
+miss explains itself. Files recorded before requests were stored (no `request` key) still replay.
 """
 from __future__ import annotations
 
+import difflib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
-from caseforge.llm.types import Completion, LLMRequest
+from caseforge.llm.types import Completion, LLMRequest, identity_of
+from caseforge.warehouse import sql_text
+
+MAX_SHOWN = 160          # characters of a differing line shown in a miss
+MAX_LINES = 3            # differing line blocks shown per message
 
 
 class ReplayMiss(RuntimeError):
     pass
 
 
-def load_replay_file(path: Path) -> dict[str, str]:
+@dataclass(frozen=True)
+class ReplayRecord:
+    identity: str
+    response: str
+    key: str | None = None
+    template: str | None = None
+    request: dict | None = None
+
+
+def load_replay_file(path: Path) -> dict[str, ReplayRecord]:
     if not path.exists():
         raise FileNotFoundError(f"replay file not found: {path}")
-    answers = {}
+    records = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            answers[record["identity"]] = record["response"]
-        except (json.JSONDecodeError, KeyError) as exc:
+            raw = json.loads(line)
+            record = ReplayRecord(raw["identity"], raw["response"], raw.get("key"), raw.get("template"),
+                                  raw.get("request"))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{number}: not a replay record ({exc})") from exc
-    return answers
+        if record.request is not None and identity_of(record.request) != record.identity:
+            raise ValueError(f"{path}:{number}: the stored request does not hash to its identity "
+                             f"(edited by hand?); re-record the file")
+        records[record.identity] = record
+    return records
 
 
 class ReplayBackend:
@@ -43,29 +67,86 @@ class ReplayBackend:
             raise ValueError("the replay backend needs a replay file (--replay-file or CASEFORGE_REPLAY_FILE)")
         self.model = model
         self.path = Path(replay_file)
-        self.answers = load_replay_file(self.path)
+        self.records = load_replay_file(self.path)
 
     def complete_batch(self, requests: list[LLMRequest]) -> list[Completion]:
-        missing = [r for r in requests if r.identity(self.model) not in self.answers]
+        missing = [r for r in requests if r.identity(self.model) not in self.records]
         if missing:
             first = missing[0]
             raise ReplayMiss(
                 f"replay file {self.path} has no answer for {len(missing)} request(s); first: key={first.key} "
-                f"template={first.template_id} identity={first.identity(self.model)}"
-            )
-        return [Completion(text=self.answers[r.identity(self.model)], latency_s=0.0) for r in requests]
+                f"template={first.template_id} identity={first.identity(self.model)}; "
+                f"{explain_miss(first, self.model, list(self.records.values()))}")
+        return [Completion(text=self.records[r.identity(self.model)].response, latency_s=0.0) for r in requests]
+
+
+def explain_miss(request: LLMRequest, model: str, records: list[ReplayRecord]) -> str:
+    """What differs between `request` and the nearest recorded request, in one line."""
+    with_requests = [r for r in records if r.request is not None]
+    if not with_requests:
+        return "the file stores no requests to compare with (recorded by an older caseforge): re-record it"
+    wanted = request.canonical(model)
+    same_template = [r for r in with_requests if r.template == request.template_id] or with_requests
+    same_key = [r for r in same_template if r.key == request.key] or same_template
+    nearest = min(same_key, key=lambda r: (len(differences(wanted, r.request)), -_similarity(wanted, r.request)))
+    found = differences(wanted, nearest.request)
+    return f"nearest recorded request: key={nearest.key} template={nearest.template}; differs in " + "; ".join(found)
+
+
+def _messages_text(canonical: dict) -> str:
+    return "\n".join(m.get("content", "") for m in canonical.get("messages", []))
+
+
+def _similarity(a: dict, b: dict) -> float:
+    return difflib.SequenceMatcher(None, _messages_text(a).splitlines(), _messages_text(b).splitlines(),
+                                   autojunk=False).ratio()
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…"
+
+
+def differences(wanted: dict, recorded: dict) -> list[str]:
+    """Readable differences between two canonical requests: fields first, then message lines."""
+    found = []
+    for field in ("model", "template", "params"):
+        if wanted.get(field) != recorded.get(field):
+            found.append(f"{field}: wanted {wanted.get(field)!r}, recorded {recorded.get(field)!r}")
+    if wanted.get("schema") != recorded.get("schema"):
+        found.append("output schema")
+    want_msgs, have_msgs = wanted.get("messages", []), recorded.get("messages", [])
+    if len(want_msgs) != len(have_msgs):
+        found.append(f"number of messages: wanted {len(want_msgs)}, recorded {len(have_msgs)}")
+    for number, (want, have) in enumerate(zip(want_msgs, have_msgs), start=1):
+        if want.get("role") != have.get("role"):
+            found.append(f"message {number} role: wanted {want.get('role')!r}, recorded {have.get('role')!r}")
+        want_lines = want.get("content", "").splitlines()
+        have_lines = have.get("content", "").splitlines()
+        blocks = [op for op in difflib.SequenceMatcher(None, want_lines, have_lines, autojunk=False).get_opcodes()
+                  if op[0] != "equal"]
+        for tag, i1, i2, j1, j2 in blocks[:MAX_LINES]:
+            wanted_text = " | ".join(want_lines[i1:i2]) or "(nothing)"
+            recorded_text = " | ".join(have_lines[j1:j2]) or "(nothing)"
+            found.append(f"message {number} ({want.get('role')}) line {i1 + 1}: wanted {_short(wanted_text)!r}, "
+                         f"recorded {_short(recorded_text)!r}")
+        if len(blocks) > MAX_LINES:
+            found.append(f"message {number}: {len(blocks) - MAX_LINES} more differing block(s)")
+    return found or ["nothing visible (same canonical request: the identity function changed?)"]
 
 
 def export_replay(con: duckdb.DuckDBPyConnection, path: Path, step: str | None = None) -> int:
-    """Write the cached final answer of every call (of one step, or all) as a replay file."""
-    rows = con.execute(
-        "SELECT identity, model, step, template_id, response_text FROM ops.llm_calls "
-        "WHERE response_text IS NOT NULL AND (? IS NULL OR step = ?) ORDER BY step, identity",
-        [step, step],
-    ).fetchall()
+    """Write the cached final answer of every call (of one step, or all) as a replay file, each with
+    its whole request."""
+    rows = con.execute(sql_text("llm/replay_rows.sql"), {"step": step}).fetchall()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
-        for identity, model, call_step, template_id, response in rows:
-            out.write(json.dumps({"identity": identity, "model": model, "step": call_step,
-                                  "template": template_id, "response": response}, ensure_ascii=False) + "\n")
+        for identity, model, call_step, template_id, request_json, response in rows:
+            request = LLMRequest.model_validate_json(request_json)
+            canonical = request.canonical(model)
+            if identity_of(canonical) != identity:
+                raise ValueError(f"ops.llm_calls row {identity[:16]}… ({call_step}): its stored request does not "
+                                 f"hash to its identity; the cache was written by another identity function")
+            out.write(json.dumps({"identity": identity, "model": model, "step": call_step, "template": template_id,
+                                  "key": request.key, "request": canonical, "response": response},
+                                 ensure_ascii=False, sort_keys=True) + "\n")
     return len(rows)
