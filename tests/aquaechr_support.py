@@ -223,31 +223,24 @@ def sample_low_when(question: str) -> bool:
 
 
 def record_replay(samples_dir, db_path, replay_path):
-    """Run the flow on the samples with the scripted doubles and the real embedding model (so the CLI can
-    replay it too) and write the cache as a replay file."""
-    from caseforge.flows.aquaechr import aquaechr_build
+    """Build on the samples with the scripted doubles and the real embedding model (so the CLI and the
+    flow can replay it too) and write the cache as a replay file. Plain steps, no Prefect: the
+    requests are the ones the flow makes with the same options."""
     from caseforge.llm.backends.replay import export_replay
+    from caseforge.runs import StageReport, start_run
+    from caseforge.tasks.aquaechr import build as steps
+    from caseforge.tasks.aquaechr.search import SentenceTransformerEmbedder
+    from caseforge.tasks.aquaechr.strategies import parse_strategies
     from caseforge.warehouse import connect
 
     con = connect(db_path)
     seed_sample_tables(con, samples_dir)
-    con.close()
-    state = aquaechr_build(db=str(db_path), strategies=SAMPLE_STRATEGIES, limit=SAMPLE_LIMIT,
-                           backend=ScriptedLegalBackendDouble(GENERATOR_MODEL, low_when=sample_low_when),
-                           judge_backend=ScriptedLegalBackendDouble(JUDGE_MODEL, low_when=sample_low_when),
-                           embedder=None, return_state=True)
-    con = connect(db_path)
+    report = StageReport("aquaechr (recording)")
+    config = steps.BuildConfig(strategies=parse_strategies(SAMPLE_STRATEGIES), limit=SAMPLE_LIMIT)
+    steps.build(con, start_run(con, "build", "aquaechr"), report,
+                ScriptedLegalBackendDouble(GENERATOR_MODEL, low_when=sample_low_when),
+                ScriptedLegalBackendDouble(JUDGE_MODEL, low_when=sample_low_when),
+                SentenceTransformerEmbedder(None), config)
     written = export_replay(con, replay_path)
     con.close()
-    return state, written
-
-
-if __name__ == "__main__":        # python tests/aquaechr_support.py SAMPLES_DIR  → re-record the replay file
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    target = Path(__file__).resolve().parent / "fixtures" / "replay" / "aquaechr.jsonl"
-    with tempfile.TemporaryDirectory() as tmp:
-        final, count = record_replay(Path(sys.argv[1]), Path(tmp) / "record.duckdb", target)
-        print(final, count, target)
+    return report, written

@@ -3,12 +3,11 @@ real model answer, and the CLI end to end with the `replay` backend.
 
 The replay file was recorded once from the scripted double (3 records × 2 systems, NLI judge included).
 Regenerate it (after changing a prompt) with:
-    .venv/bin/python tests/samples/test_aqeval_replay.py
+    .venv/bin/python tests/request_identities.py record
 """
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,28 +110,39 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
     assert con.execute("SELECT count(*) FROM eval.aquaechr_outputs").fetchone() == (6,)
 
 
-def record() -> None:
-    """Run the recorded systems with the scripted double and export the cache as the replay file."""
+def record(samples: Path, work: Path, out: Path = REPLAY, extra_retrievers: tuple[str, ...] = ()) -> int:
+    """Run the recorded systems with the scripted double and export the cache as a replay file.
+
+    `extra_retrievers` then also runs rtg-vanilla on all items with those retrievers and exports every
+    call to <out>_probe.jsonl (the identity stability check reads it; it is not a fixture)."""
     from aqeval_doubles import ScriptedAqevalBackendDouble
 
     from caseforge.llm.backends.replay import export_replay
     from caseforge.tasks.aqeval.nli import make_nli
     from caseforge.tasks.aqeval.pipeline import RunConfig, evaluate
 
-    samples = Path(os.environ.get("CASEFORGE_SAMPLES", HERE.parent.parent.parent / "shared" / "samples"))
     items, problems = load_annotation_file(samples / "aquaechr" / "expert_annotations_rag.json",
                                            samples / "aquaechr" / "caseid_to_name.json")
-    db = Path("/tmp/aqeval_record.duckdb")
-    db.unlink(missing_ok=True)
-    con = connect(db)
+    con = connect(work / "aqeval_record.duckdb")
     backend = ScriptedAqevalBackendDouble(MODEL)
     passages = build_passages(items, [])
-    for system in RECORDED:
+
+    def run(system: str, retriever: str, limit: int | None) -> None:
         judge = make_nli("llm", con, backend)
-        evaluate(con, RunConfig(system, "replay", MODEL, judge.name, "expert_annotations_rag.json", limit=LIMIT),
+        evaluate(con, RunConfig(system, "replay", MODEL, judge.name, "expert_annotations_rag.json", limit=limit,
+                                retriever=retriever, index_dir=str(work / "indexes")),
                  items, passages, backend, judge, None, problems)
-    print(export_replay(con, REPLAY), "records written to", REPLAY)
+
+    for system in RECORDED:
+        run(system, "bm25", LIMIT)
+    written = export_replay(con, out)
+    if extra_retrievers:
+        for retriever in extra_retrievers:
+            run("rtg-vanilla", retriever, None)
+        export_replay(con, out.with_name(out.stem + "_probe.jsonl"))
+    con.close()
+    return written
 
 
 if __name__ == "__main__":
-    record()
+    print("re-record every replay fixture with: .venv/bin/python tests/request_identities.py record")

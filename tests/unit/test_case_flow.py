@@ -1,7 +1,7 @@
 """CASE and the Bar Exam baselines end to end: recorded once with a test double, replayed from the committed file.
 
 Regenerate the replay file (after changing a prompt) with:
-    .venv/bin/python tests/unit/test_case_flow.py
+    .venv/bin/python tests/request_identities.py record
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from legal_doubles import ScriptedLegalBackendDouble  # noqa: E402
 
 from caseforge.archive import RawArchive  # noqa: E402
 from caseforge.llm.backends.replay import export_replay  # noqa: E402
-from caseforge.retrieval import build_retriever  # noqa: E402
+from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
 from caseforge.retrieval.corpora import barexam_corpus  # noqa: E402
 from caseforge.runs import StageReport, start_run  # noqa: E402
 from caseforge.tasks.barexam.ingest import import_folder  # noqa: E402
@@ -52,13 +52,28 @@ def run_system(con, backend, system: str, options: dict, index_dir: Path):
                                      passage_text=dict(zip(corpus.ids, corpus.texts)), gold_passages=gold), report
 
 
-def record(samples: Path, work: Path) -> int:
+def record(samples: Path, work: Path, out: Path = REPLAY, extra_retrievers: tuple[str, ...] = ()) -> int:
+    """Record RECORDED with the double. `extra_retrievers` then also runs CASE's advocates on those
+    retrievers and exports every call to <out>_probe.jsonl (the identity stability check reads it)."""
     con = connect(work / "record.duckdb")
     ingest(con, samples / "barexam")
     double = ScriptedLegalBackendDouble(model=MODEL)
     for system, options in RECORDED:
         run_system(con, double, system, options, work / "indexes")
-    return export_replay(con, REPLAY)
+    written = export_replay(con, out)
+    if extra_retrievers:
+        rows = run_sql(con, "barexam/questions.sql").fetchall()[:LIMIT]
+        problems, gold = barexam_eval.problems_from_rows(rows)
+        corpus = barexam_corpus(con)
+        # the gold passages and 300 others: enough ties and neighbours, and a dense index in seconds
+        wanted = {p for p in gold.values() if p} | set(sorted(corpus.ids)[:300])
+        subset = Corpus.from_pairs("barexam_subset", [(i, t) for i, t in zip(corpus.ids, corpus.texts) if i in wanted])
+        for retriever in extra_retrievers:
+            barexam_eval.run_case(con, double, problems, build_retriever(retriever, subset, persist=False),
+                                  K, 1, 11, StageReport(f"case-{retriever}"))
+        export_replay(con, out.with_name(out.stem + "_probe.jsonl"))
+    con.close()
+    return written
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +141,4 @@ def test_oracle_prompt_does_not_call_the_passage_gold():
 
 
 if __name__ == "__main__":
-    import tempfile
-
-    from caseforge.config import settings
-
-    with tempfile.TemporaryDirectory() as folder:
-        print(record(settings(None).samples_dir, Path(folder)), "replay records written to", REPLAY)
+    print("re-record every replay fixture with: .venv/bin/python tests/request_identities.py record")
