@@ -17,7 +17,7 @@ import numpy as np
 
 from caseforge.config import settings
 from caseforge.tasks.casefacts.calibration import calibrate_window
-from caseforge.tasks.casefacts.embed import SentenceTransformerEmbedder
+from caseforge.embeddings import SentenceTransformerEmbedder
 
 
 def main(samples: Path) -> None:

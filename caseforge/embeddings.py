@@ -56,3 +56,17 @@ def encode_unique(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
                                       show_progress_bar=False, convert_to_numpy=True), dtype=np.float32)
     row_of = {text: i for i, text in enumerate(unique)}
     return vectors[[row_of[t] for t in texts]]
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model as an embedder: `encode(texts)` → unit float32 rows."""
+
+    def __init__(self, path: str | Path | None = None, option_hint: str = "--embedding-model PATH",
+                 batch_size: int = 64):
+        resolved = Path(path) if path else default_model_path()
+        self.model = load_sentence_model(resolved, option_hint)
+        self.name = f"sentence-transformers:{Path(resolved).name}"
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return encode_unique(self.model, list(texts), self.batch_size)

@@ -82,3 +82,9 @@ def gate_and_load(
             run_sql(con, curate_sql)
             outcome.staged = len(result.passed)
     return outcome
+
+
+def batches(items: list, size: int):
+    """Consecutive slices of at most `size` items: the unit a stage hands to one task."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

@@ -1,6 +1,7 @@
 """Release snapshots: Parquet + JSONL per table, a dataset card and a manifest, byte-identical on re-runs.
 
-`write_release(out_dir, dataset, tables, card)` writes `out_dir/<dataset>/`:
+`write_release(folder, dataset, tables, card)` writes the release into `folder` (replacing an older one
+there as a whole):
 
     README.md                 the dataset card (counts, distributions, quality, models, prompts, provenance, licences)
     data/<table>.parquet      rows sorted canonically, fixed writer settings
@@ -115,7 +116,7 @@ def _write_jsonl(records: list[dict], path: Path) -> None:
             out.write("\n")
 
 
-def _md_table(headers: list[str], rows: list[list]) -> str:
+def md_table(headers: list[str], rows: list[list]) -> str:
     def cell(value) -> str:
         text = "" if value is None else str(value)
         return text.replace("|", "\\|").replace("\n", " ")
@@ -132,21 +133,21 @@ def render_card(dataset: str, tables: dict[str, pd.DataFrame], card: dict, paylo
     parts = [f"# {card.get('title', dataset)}", ""]
     if card.get("description"):
         parts += [card["description"].strip(), ""]
-    parts += ["## Tables", "", _md_table(
+    parts += ["## Tables", "", md_table(
         ["table", "rows", "columns"],
         [[name, len(frame), ", ".join(map(str, frame.columns))] for name, frame in sorted(tables.items())]), ""]
     for name, distribution in sorted(card.get("distributions", {}).items()):
         total = sum(distribution.values()) or 1
         rows = [[k, v, f"{100 * v / total:.1f}%"] for k, v in sorted(distribution.items(), key=lambda kv: (-kv[1], str(kv[0])))]
-        parts += [f"## Distribution: {name}", "", _md_table(["value", "count", "share"], rows), ""]
+        parts += [f"## Distribution: {name}", "", md_table(["value", "count", "share"], rows), ""]
     if card.get("quality"):
         keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected"]
         rows = [[q.get(k) for k in keys] for q in sorted(card["quality"], key=lambda q: str(q.get("table_name")))]
-        parts += ["## Quality gate (latest result per table)", "", _md_table(keys, rows), ""]
+        parts += ["## Quality gate (latest result per table)", "", md_table(keys, rows), ""]
     if card.get("stages"):
         keys = ["stage", "model", "template_id", "template_sha"]
         rows = [[s.get(k) for k in keys] for s in sorted(card["stages"], key=lambda s: json.dumps(s, sort_keys=True))]
-        parts += ["## Models and prompts per stage", "", _md_table(keys, rows), ""]
+        parts += ["## Models and prompts per stage", "", md_table(keys, rows), ""]
     parts += ["## Provenance", ""]
     if payload_digest:
         parts += [f"{payload_count} upstream payloads are listed with their sha256 in "
@@ -156,25 +157,27 @@ def render_card(dataset: str, tables: dict[str, pd.DataFrame], card: dict, paylo
     sources = sorted(card.get("sources", []))
     if sources:
         rows = [[s, LICENCES.get(s, "UNKNOWN: add it to caseforge.release.LICENCES")] for s in sources]
-        parts += ["## Licences of the sources", "", _md_table(["source", "licence"], rows), ""]
+        parts += ["## Licences of the sources", "", md_table(["source", "licence"], rows), ""]
     if card.get("notes"):
         parts += ["## Notes", "", card["notes"].strip(), ""]
     parts += [f"Every file's sha256 is in `{MANIFEST}`.", ""]
     return "\n".join(parts)
 
 
-def write_release(out_dir: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
+def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
                   source_payloads: pd.DataFrame | None = None) -> Release:
-    """Write the release to out_dir/<dataset>/ (replacing an older one as a whole) and return its manifest.
+    """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
 
     `source_payloads`: optional frame with columns source, key, sha256 (the payloads behind the rows).
     """
     if not dataset or "/" in dataset or dataset.startswith("."):
         raise ValueError(f"bad dataset name {dataset!r}")
-    out_dir = Path(out_dir)
+    final = Path(folder).resolve()
+    if final.exists() and not final.is_dir():
+        raise ValueError(f"release folder {final} exists and is not a folder")
+    out_dir = final.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / dataset
-    staging = out_dir / f".{dataset}.{uuid.uuid4().hex}.tmp"
+    staging = out_dir / f".{final.name}.{uuid.uuid4().hex}.tmp"
     (staging / "data").mkdir(parents=True)
     try:
         ordered = {name: canonical_order(frame) for name, frame in tables.items()}
@@ -195,7 +198,7 @@ def write_release(out_dir: str | Path, dataset: str, tables: dict[str, pd.DataFr
         manifest = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
         (staging / MANIFEST).write_text(manifest, encoding="utf-8", newline="\n")
         if final.exists():
-            retired = out_dir / f".{dataset}.{uuid.uuid4().hex}.old"
+            retired = out_dir / f".{final.name}.{uuid.uuid4().hex}.old"
             final.rename(retired)
             staging.rename(final)
             shutil.rmtree(retired)

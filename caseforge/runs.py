@@ -16,6 +16,7 @@ class StageReport:
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     run_id: int | None = None
+    results: dict = field(default_factory=dict)     # what the stage made: an eval run id, a release folder
 
     def add(self, counter: str, n: int = 1) -> None:
         self.counts[counter] = self.counts.get(counter, 0) + n

@@ -158,3 +158,23 @@ def open_for_query(db_path: Path, parquet_dir: Path) -> tuple[duckdb.DuckDBPyCon
             con.execute(f"CREATE VIEW curated.{path.stem} AS SELECT * FROM read_parquet('{path.as_posix()}')")
         print(f"note: {db_path} is busy; reading the Parquet mirror in {parquet_dir}", file=sys.stderr)
         return con, "parquet"
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether `schema.table` exists in the warehouse."""
+    schema, _, name = table.partition(".")
+    if not schema or not name:
+        raise ValueError(f"a table is named schema.table: {table!r}")
+    return run_sql(con, "ops/table_exists.sql", [schema, name]).fetchone()[0] > 0
+
+
+def run_sql_over_rows(con: duckdb.DuckDBPyConnection, relative: str, rows: list[dict]) -> None:
+    """Run sql/<relative> over `rows`, visible to it as the relation _rows: one statement, all or nothing,
+    much faster than one statement per row."""
+    if not rows:
+        return
+    con.register("_rows", pd.DataFrame(rows))
+    try:
+        run_sql(con, relative)
+    finally:
+        con.unregister("_rows")

@@ -1,21 +1,14 @@
 """Prefect flow: gold judgment sections → CaseGen task items in curated.casegen_items."""
 from __future__ import annotations
 
-from caseforge.orchestration import quiet_prefect_defaults
+from prefect import flow
 
-quiet_prefect_defaults()
+from caseforge.artifacts import publish_report
+from caseforge.config import settings as load_settings
+from caseforge.flows.common import as_tasks, final_state
+from caseforge.tasks.casegen import pipeline
 
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-
-from caseforge.config import settings as load_settings  # noqa: E402
-from caseforge.orchestration import final_state, publish_counts  # noqa: E402
-from caseforge.tasks.casegen import pipeline  # noqa: E402
-
-PREFECT_STEPS = pipeline.BuildSteps(
-    read_sources=task(name="casegen-read-sources", cache_policy=NO_CACHE)(pipeline.read_sources_step),
-    build_items=task(name="casegen-build-items", cache_policy=NO_CACHE)(pipeline.build_items_step),
-)
+PREFECT_STEPS = as_tasks(pipeline.BuildSteps(), "casegen")
 
 
 @flow(name="casegen-build", log_prints=True)
@@ -27,5 +20,5 @@ def casegen_build(db: str | None = None, from_file: str | None = None, limit: in
     recorded in curated.casegen_item_skips with the reason.
     """
     report = pipeline.run_build(load_settings(db), from_file=from_file, limit=limit, steps=PREFECT_STEPS)
-    publish_counts(report, "casegen-build", "CaseGen items")
+    publish_report(report, "casegen-build", "CaseGen items")
     return final_state(report)

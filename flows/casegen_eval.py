@@ -1,32 +1,30 @@
 """Prefect flow: run models on CaseGen items, judge the drafts, score them, publish a leaderboard."""
 from __future__ import annotations
 
-from caseforge.orchestration import quiet_prefect_defaults
+from prefect import flow
 
-quiet_prefect_defaults()
+from caseforge.artifacts import publish_markdown, publish_report
+from caseforge.config import settings as load_settings
+from caseforge.flows.common import as_tasks, final_state
+from caseforge.tasks.casegen.eval import pipeline
 
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-
-from caseforge.config import settings as load_settings  # noqa: E402
-from caseforge.orchestration import final_state, publish_counts  # noqa: E402
-from caseforge.tasks.casegen import pipeline  # noqa: E402
-
-PREFECT_STEPS = pipeline.EvalSteps(
-    generate=task(name="casegen-generate", cache_policy=NO_CACHE)(pipeline.generate_step),
-    judge=task(name="casegen-judge", cache_policy=NO_CACHE)(pipeline.judge_step),
-    score=task(name="casegen-metrics", cache_policy=NO_CACHE)(pipeline.metrics_step),
-    report=task(name="casegen-report", cache_policy=NO_CACHE)(pipeline.report_step),
-)
+PREFECT_STEPS = as_tasks(pipeline.EvalSteps(), "casegen")
 
 
 @flow(name="casegen-eval", log_prints=True)
-def casegen_eval(params: pipeline.EvalParams, db: str | None = None):
+def casegen_eval(models: list[str], llm: str, db: str | None = None, judge_model: str | None = None,
+                 judge_llm: str | None = None, replay_file: str | None = None, judge_replay_file: str | None = None,
+                 task: str | None = None, limit: int | None = None, max_input_chars: int = 8000,
+                 max_input_tokens: int | None = None, tokenizer: str | None = None, max_new_tokens: int = 1024,
+                 bert_model: str | None = None, human_scores: str | None = None,
+                 out_dir: str = "data/reports/casegen", allow_same_family: bool = False, skip_judge: bool = False,
+                 plots: bool = True):
     """Generate (temperature 0, input cut from the middle), judge, score and report CaseGen items."""
-    from prefect.artifacts import create_markdown_artifact
-
+    params = pipeline.make_params(models, llm, judge_model, judge_llm, replay_file, judge_replay_file, task, limit,
+                                  max_input_chars, max_input_tokens, tokenizer, max_new_tokens, bert_model,
+                                  human_scores, out_dir, allow_same_family, skip_judge, plots)
     report, result = pipeline.run_eval(load_settings(db), params, steps=PREFECT_STEPS)
     if result.get("markdown"):
-        create_markdown_artifact(key="casegen-leaderboard", markdown="## CaseGen leaderboard\n\n" + result["markdown"])
-    publish_counts(report, "casegen-eval", "CaseGen evaluation")
+        publish_markdown("casegen-leaderboard", "## CaseGen leaderboard\n\n" + result["markdown"])
+    publish_report(report, "casegen-eval", "CaseGen evaluation")
     return final_state(report)

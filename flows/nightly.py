@@ -1,25 +1,265 @@
-"""Prefect flow: the nightly refresh (sources in parallel, changed builders, releases) with a summary."""
+"""The nightly refresh: every source, then the builders whose inputs changed, then the releases.
+
+What runs comes from caseforge.flows.registry: SOURCES (each a flow, run in parallel as Prefect task
+runs of this flow, each on its own DuckDB connection), BUILDERS marked `nightly`, and RELEASES. A
+builder or release runs only when the fingerprint of its input tables differs from the one recorded
+at its last success (ops.input_fingerprints), so a night with no upstream change makes no LLM call and
+leaves the releases as they were. One failing stage does not stop the others; the run ends Failed
+and lists them. `run_nightly` is the runner without Prefect (tests give it doubles); `nightly_refresh`
+is the flow.
+"""
 from __future__ import annotations
 
-from caseforge.orchestration import quiet_prefect_defaults
+import contextvars
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
 
-quiet_prefect_defaults()
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed
 
-from pathlib import Path  # noqa: E402
+from caseforge.config import Settings
+from caseforge.config import settings as load_settings
+from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
+from caseforge.flows import registry
+from caseforge.runs import StageReport, finish_run, start_run
+from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
 
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-
-from caseforge import nightly  # noqa: E402
-from caseforge.config import settings as load_settings  # noqa: E402
-
-source_task = task(name="nightly-source", cache_policy=NO_CACHE)(nightly.run_source)
+log = logging.getLogger(__name__)
 
 
-def prefect_sources(settings, planned):
+@dataclass
+class StageOutcome:
+    stage: str                  # source | builder | export
+    name: str
+    status: str                 # succeeded | failed | quarantined | skipped
+    counts: dict[str, int] = field(default_factory=dict)
+    duration_s: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "quarantined")
+
+    def summary_row(self) -> dict:
+        c = self.counts
+        return {
+            "stage": self.stage, "name": self.name, "status": self.status,
+            "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
+            "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
+            "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
+            "duration_s": round(self.duration_s, 2), "note": self.note or "; ".join(self.failures[:3]),
+        }
+
+
+@dataclass
+class NightlyResult:
+    run_id: int
+    outcomes: list[StageOutcome]
+    run_dir: Path
+    plots: dict[str, tuple[str, Path]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(o.failed for o in self.outcomes)
+
+    def failures(self) -> list[str]:
+        lines = []
+        for o in self.outcomes:
+            if o.failed:
+                reasons = o.failures or [o.status]
+                lines += [f"{o.stage} {o.name}: {r}" for r in reasons]
+        return lines
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "ok": self.ok, "run_dir": str(self.run_dir),
+                "stages": [o.summary_row() for o in self.outcomes], "failures": self.failures()}
+
+
+def _as_report(result, name: str) -> StageReport:
+    if isinstance(result, StageReport):
+        return result
+    if isinstance(result, dict):
+        return StageReport(name=result.get("name", name), counts=dict(result.get("counts", {})),
+                           failures=list(result.get("failures", [])), run_id=result.get("run_id"),
+                           results=dict(result.get("results", {})))
+    raise TypeError(f"{name}: a stage must return a StageReport or its dict, got {type(result).__name__}")
+
+
+def _outcome(stage: str, name: str, result, started: float) -> StageOutcome:
+    report = _as_report(result, name)
+    return StageOutcome(stage, name, report.status, dict(report.counts), time.monotonic() - started,
+                        list(report.failures))
+
+
+def source_kwargs(source: registry.Source, from_samples: bool, samples_dir: Path) -> dict | None:
+    """The flow arguments of a source: none live; its sample paths with --from-samples (None: no samples)."""
+    if not from_samples:
+        return {}
+    if source.samples is None:
+        return None
+    paths = {arg: samples_dir / rel for arg, rel in source.samples.items()}
+    if not all(path.exists() for path in paths.values()):
+        return None
+    return {arg: str(path) for arg, path in paths.items()}
+
+
+def run_source(settings: Settings, source: registry.Source, kwargs: dict) -> StageOutcome:
+    """One source on its own connection; any exception becomes a failed outcome, never a crash."""
+    started = time.monotonic()
+    try:
+        with open_warehouse(settings.db_path) as con:
+            before = run_sql(con, "ops/count_payloads.sql", [source.archive_source]).fetchone()[0]
+        outcome = _outcome("source", source.name, source.run(settings, **kwargs), started)
+        with open_warehouse(settings.db_path) as con:
+            after = run_sql(con, "ops/count_payloads.sql", [source.archive_source]).fetchone()[0]
+        outcome.counts["new_payloads"] = after - before
+        return outcome
+    except Exception as exc:  # one source failing must not stop the others
+        log.exception("source %s failed", source.name)
+        return StageOutcome("source", source.name, "failed", {}, time.monotonic() - started,
+                            [f"{type(exc).__name__}: {exc}"])
+
+
+def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, dict]]) -> list[StageOutcome]:
+    """Each (source, kwargs) in its own thread, with a copy of the caller's context."""
+    if not planned:
+        return []
+    with ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="nightly-source") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, run_source, settings, source, kwargs)
+                   for source, kwargs in planned]
+        return [f.result() for f in futures]
+
+
+def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[], object], run_id: int,
+           force: bool = False) -> StageOutcome:
+    """Run a builder or an export only when its inputs changed since its last success."""
+    started = time.monotonic()
+    missing = [t for t in inputs if not table_exists(con, t)]
+    if missing:
+        return StageOutcome(stage, name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
+    fingerprint, per_table = inputs_fingerprint(con, inputs)
+    empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
+    if empty:
+        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"input empty: {', '.join(empty)}")
+    if not force and last_fingerprint(con, stage, name) == fingerprint:
+        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], "inputs unchanged")
+    llm_before = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0]
+    try:
+        result = run()
+    except Exception as exc:
+        log.exception("%s %s failed", stage, name)
+        return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])
+    if stage == "builder":
+        outcome = _outcome(stage, name, result, started)
+    else:
+        outcome = StageOutcome(stage, name, "succeeded", {"rows": sum(v["rows"] for v in per_table.values())},
+                               time.monotonic() - started, [], str(getattr(result, "path", "")))
+    outcome.counts["llm_calls"] = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0] - llm_before
+    if not outcome.failed:
+        record_fingerprint(con, stage, name, fingerprint, per_table, run_id)
+    return outcome
+
+
+def _record(con, run_id: int, outcome: StageOutcome) -> None:
+    message = "; ".join(outcome.failures[:20]) or outcome.note or None
+    run_sql(con, "ops/record_stage.sql", [run_id, outcome.stage, outcome.name, outcome.status,
+                                          json.dumps(outcome.counts, sort_keys=True), outcome.duration_s,
+                                          message, datetime.now(timezone.utc)])
+
+
+@dataclass
+class NightlyOptions:
+    from_samples: bool = False
+    samples_dir: Path | None = None
+    release_dir: Path | None = None
+    sources: list[str] | None = None           # None: all registered
+    builder_options: dict[str, dict] = field(default_factory=dict)
+    force: bool = False                        # run builders and exports even when inputs are unchanged
+
+
+def run_nightly(settings: Settings, options: NightlyOptions | None = None,
+                map_sources: Callable[[Settings, list], list[StageOutcome]] = threaded_sources,
+                sources: dict[str, registry.Source] | None = None, builders: dict[str, registry.Builder] | None = None,
+                releases: dict[str, registry.Release] | None = None, plots: dict | None = None) -> NightlyResult:
+    """Sources in parallel, then builders, then exports; a summary in ops.nightly_stages and run_dir.
+
+    `sources`, `builders`, `releases` and `plots` default to the registry's (tests pass doubles)."""
+    from caseforge.flows.nightly_report import PLOTS, write_run_dir
+
+    options = options or NightlyOptions()
+    sources = registry.SOURCES if sources is None else sources
+    builders = {n: b for n, b in registry.BUILDERS.items() if b.nightly} if builders is None else builders
+    releases = registry.RELEASES if releases is None else releases
+    samples_dir = Path(options.samples_dir or settings.samples_dir)
+    release_dir = Path(options.release_dir or settings.db_path.parent / "releases")
+    names = options.sources if options.sources is not None else sorted(sources)
+    unknown = sorted(set(names) - set(sources))
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(sorted(sources))}")
+
+    with open_warehouse(settings.db_path) as con:
+        run_id = start_run(con, "nightly", "all")
+    outcomes: list[StageOutcome] = []
+    planned = []
+    for name in names:
+        kwargs = source_kwargs(sources[name], options.from_samples, samples_dir)
+        if kwargs is None:
+            outcomes.append(StageOutcome("source", name, "skipped",
+                                         note="no samples for it (registry samples, or its folder is absent)"))
+        else:
+            planned.append((sources[name], kwargs))
+    outcomes += map_sources(settings, planned)
+
+    con = connect(settings.db_path)
+    try:
+        for name, builder in sorted(builders.items()):
+            opts = {**builder.nightly_options, **options.builder_options.get(name, {})}
+            outcomes.append(_gated(con, "builder", name, builder.inputs,
+                                   lambda builder=builder, opts=opts: builder.run(settings, **opts), run_id,
+                                   options.force))
+        for name, release in sorted(releases.items()):
+            folder = release_dir / name
+            force = options.force or not folder.is_dir()
+            outcomes.append(_gated(con, "export", name, release.inputs,
+                                   lambda release=release, folder=folder: release.write(con, folder), run_id, force))
+        for outcome in outcomes:
+            _record(con, run_id, outcome)
+        result = NightlyResult(run_id, outcomes, settings.db_path.parent / "runs" / f"nightly-{run_id}")
+        write_run_dir(con, result, PLOTS if plots is None else plots)
+        report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
+        finish_run(con, run_id, report)
+        export_curated_parquet(con, settings.parquet_dir)
+    finally:
+        con.close()
+    return result
+
+
+def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for o in outcomes:
+        totals[f"stages_{o.status}"] = totals.get(f"stages_{o.status}", 0) + 1
+        for key in ("fetched", "new_payloads", "new", "changed", "quarantined", "llm_calls", "cache_hits"):
+            totals[key] = totals.get(key, 0) + o.counts.get(key, 0)
+    return totals
+
+
+# --- the flow ---
+
+source_task = task(name="nightly-source", cache_policy=NO_CACHE)(run_source)
+
+
+def prefect_sources(settings: Settings, planned: list) -> list[StageOutcome]:
     """Each source as a Prefect task run on the flow's thread pool (one task per source, not per row)."""
-    futures = [source_task.with_options(task_run_name=f"source-{name}").submit(settings, name, kwargs)
-               for name, kwargs in planned]
+    futures = [source_task.with_options(task_run_name=f"source-{source.name}").submit(settings, source, kwargs)
+               for source, kwargs in planned]
     return [f.result() for f in futures]
 
 
@@ -28,15 +268,13 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
                     release_dir: str | None = None, sources: list[str] | None = None,
                     builder_options: dict | None = None, force: bool = False):
     """Every source (in parallel), then each builder and release whose inputs changed; one summary."""
-    from caseforge.nightly_report import publish_artifacts, quality_rows
-    from prefect.states import Completed, Failed
-    from caseforge.warehouse import open_warehouse
+    from caseforge.flows.nightly_report import publish_artifacts, quality_rows
 
     settings = load_settings(db)
-    options = nightly.NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                                     release_dir=Path(release_dir) if release_dir else None, sources=sources,
-                                     builder_options=builder_options or {}, force=force)
-    result = nightly.run_nightly(settings, options, map_sources=prefect_sources)
+    options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
+                             release_dir=Path(release_dir) if release_dir else None, sources=sources,
+                             builder_options=builder_options or {}, force=force)
+    result = run_nightly(settings, options, map_sources=prefect_sources)
     with open_warehouse(settings.db_path) as con:
         publish_artifacts(result, quality_rows(con))
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")

@@ -1,23 +1,14 @@
 """Prefect flow: refresh U.S. Supreme Court cases from Oyez (live or replayed) into curated.scotus_cases."""
 from __future__ import annotations
 
-from caseforge.orchestration import quiet_prefect_defaults
+from prefect import flow
 
-quiet_prefect_defaults()
+from caseforge.artifacts import publish_report
+from caseforge.config import settings as load_settings
+from caseforge.flows.common import as_tasks, final_state
+from caseforge.tasks.oyez import ingest
 
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-
-from caseforge.config import settings as load_settings  # noqa: E402
-from caseforge.orchestration import final_state, publish_counts  # noqa: E402
-from caseforge.tasks.oyez import ingest  # noqa: E402
-
-PREFECT_STEPS = ingest.Steps(
-    legacy=task(name="oyez-legacy-table", cache_policy=NO_CACHE)(ingest.legacy_step),
-    plan=task(name="oyez-case-list", cache_policy=NO_CACHE)(ingest.plan_step),
-    live_batch=task(name="oyez-detail-batch", cache_policy=NO_CACHE)(ingest.live_batch_step),
-    replay_batch=task(name="oyez-replay-batch", cache_policy=NO_CACHE)(ingest.replay_batch_step),
-)
+PREFECT_STEPS = as_tasks(ingest.Steps(), "oyez")
 
 
 @flow(name="oyez-refresh", log_prints=True)
@@ -31,5 +22,5 @@ def oyez_refresh(db: str | None = None, from_dir: str | None = None, term: str |
     """
     report = ingest.refresh(load_settings(db), from_dir=from_dir, term=term, full=full,
                             legacy_table=legacy_table, steps=PREFECT_STEPS)
-    publish_counts(report, "oyez-refresh", "Oyez refresh")
+    publish_report(report, "oyez-refresh", "Oyez refresh")
     return final_state(report)

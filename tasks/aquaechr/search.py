@@ -1,30 +1,17 @@
-"""Sentence embeddings from a local model folder: semantic search within a guide and question dedupe."""
+"""Semantic search within a guide and question dedupe, over embeddings (caseforge.embeddings)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from caseforge.embeddings import default_model_path, encode_unique, load_sentence_model
 from caseforge.ranking import stable_order, stable_scores
 
-__all__ = ["Embedder", "SentenceTransformerEmbedder", "default_model_path", "top_k"]
 
 
 class Embedder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray:
         """One L2-normalised row per text."""
-
-
-class SentenceTransformerEmbedder:
-    def __init__(self, model_path: str | Path | None = None):
-        self.model = load_sentence_model(model_path, "--embedding-model PATH")
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        return encode_unique(self.model, texts, batch_size=32)
 
 
 def top_k(query: np.ndarray, candidates: np.ndarray, k: int, exclude: set[int] = frozenset()) -> list[int]:

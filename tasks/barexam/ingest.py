@@ -1,14 +1,19 @@
-"""Import Bar Exam QA from a folder: archive each file, parse, gate and curate."""
+"""Import Bar Exam QA from a folder: archive each file, parse, gate and curate. There is no live
+source: the questions and passages come as files (reglab/barexam_qa)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
 from caseforge.archive import RawArchive
+from caseforge.config import Settings
 from caseforge.gate import quarantine
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 
 SOURCE = "barexam"
@@ -41,3 +46,22 @@ def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     if questions.exists():
         _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
               "question_id", report, "text/csv")
+
+
+# --- the import as a whole; the Prefect flow passes a task-wrapped version of the step ---
+
+def import_step(session: RunSession, folder: str) -> None:
+    import_folder(session.con, session.archive, session.run_id, Path(folder), session.report)
+
+
+@dataclass(frozen=True)
+class Steps:
+    import_folder: Callable = import_step
+
+
+def refresh(settings: Settings, from_dir: str, steps: Steps | None = None) -> StageReport:
+    """Archive, parse, gate and curate barexam_qa.csv and passages_*.jsonl from a folder."""
+    steps = steps or Steps()
+    with run_session(settings, "ingest", "barexam") as session:
+        steps.import_folder(session, from_dir)
+    return session.report

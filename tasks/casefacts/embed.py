@@ -3,23 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
 import numpy as np
 
-from caseforge.embeddings import default_model_path, encode_unique, load_sentence_model
+from caseforge.embeddings import SentenceTransformerEmbedder
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-class SentenceTransformerEmbedder:
-    def __init__(self, path: str | Path | None = None):
-        resolved = Path(path) if path else default_model_path()
-        self._model = load_sentence_model(resolved, "--embedder-path PATH")
-        self.name = f"sentence-transformers:{resolved.name}"
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        return encode_unique(self._model, texts, batch_size=64)
 
 
 class HashingEmbedder:
@@ -44,7 +33,7 @@ class HashingEmbedder:
 
 def get_embedder(kind: str, path: str | None = None):
     if kind == "sentence-transformers":
-        return SentenceTransformerEmbedder(path)
+        return SentenceTransformerEmbedder(path, "--embedder-path PATH")
     if kind == "hashing":
         return HashingEmbedder()
     raise ValueError(f"unknown embedder {kind!r}; choose sentence-transformers or hashing")

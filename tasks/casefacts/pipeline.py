@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from caseforge.artifacts import publish_table
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
@@ -84,16 +85,9 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:
-    """A Prefect table artifact per stage table (only inside a flow run)."""
-    from prefect.artifacts import create_table_artifact
-    from prefect.context import FlowRunContext
-
-    if FlowRunContext.get() is None:
-        return
     rows = [{"table": f"curated.casefacts_{table}", "rows": staged, "quarantined": quarantined,
              "problems": len(reasons)}]
-    create_table_artifact(key=f"casefacts-{table.replace('_', '-')}", table=rows,
-                          description="; ".join(reasons[:20]) or f"casefacts stage table {table}")
+    publish_table(f"casefacts-{table}", rows, "; ".join(reasons[:20]) or f"casefacts stage table {table}")
 
 
 def _clean(text: str | None) -> str:
@@ -498,11 +492,11 @@ def assemble(ctx: BuildContext, final: dict[str, dict], overrulings: pd.DataFram
     return _load(ctx, "claims", frame.sort_values("claim_id").reset_index(drop=True), "claim_id")
 
 
-def _plain_stage(name: str, fn):
+def plain_stage(name: str, fn):
     return fn
 
 
-def run_pipeline(ctx: BuildContext, stage=_plain_stage) -> pd.DataFrame:
+def run_pipeline(ctx: BuildContext, stage=plain_stage) -> pd.DataFrame:
     """All stages in order; returns curated.casefacts_claims as built.
 
     `stage(name, fn)` wraps each stage function; the Prefect flow passes one that makes it a task.

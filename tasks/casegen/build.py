@@ -12,8 +12,7 @@ from caseforge.gate import quarantine
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.items import Skipped, TaskItem, build_items
-from caseforge.tasks.casegen.store import upsert_rows
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, run_sql_over_rows, table_exists
 
 TABLE = "casegen_items"
 
@@ -22,13 +21,9 @@ class SourceTableMissing(RuntimeError):
     pass
 
 
-def table_exists(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
-    return run_sql(con, "casegen/table_exists.sql", {"schema": schema, "name": name}).fetchone()[0] > 0
-
-
 def select_source_rows(con: duckdb.DuckDBPyConnection, limit: int | None) -> pd.DataFrame:
     """Gold sections from curated.cn_judgments (the latest representative selection, when there is one)."""
-    if not table_exists(con, "curated", "cn_judgments"):
+    if not table_exists(con, "curated.cn_judgments"):
         raise SourceTableMissing(
             "curated.cn_judgments does not exist in this warehouse: ingest Chinese judgments first, "
             "or build from a CaseGen-format file with --from-file")
@@ -91,7 +86,7 @@ def record_skips(con, run_id: int | None, source: str, skipped: list[Skipped], r
         rows.append({"source": source, "doc_id": skip.doc_id, "task": skip.task, "reason": skip.reason,
                      "run_id": run_id})
         report.add(f"skipped_{skip.task if skip.task != '*' else 'record'}")
-    upsert_rows(con, "casegen/record_skip.sql", rows)
+    run_sql_over_rows(con, "casegen/record_skip.sql", rows)
 
 
 def build_and_load(con, run_id: int | None, records, source: str, report: StageReport) -> list[TaskItem]:

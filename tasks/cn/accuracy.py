@@ -1,49 +1,19 @@
 """Section accuracy against gold sections in the samples.
 
-Normalisation: NFKC, then every whitespace character and every punctuation or symbol character
-(Unicode categories P* and S*) is removed. Similarity: difflib.SequenceMatcher(None, a, b,
-autojunk=False).ratio() on the normalised strings (2·matches / (len a + len b)), computed on
-at most the first and last MAX_COMPARE characters of very long texts. A section counts as
-matched when similarity >= THRESHOLD.
+A section counts as matched when caseforge.tasks.cn.text.similarity (see there) with the gold
+section is at least THRESHOLD.
 """
 from __future__ import annotations
 
-import difflib
 import json
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from caseforge.tasks.cn.sections import ParsedJudgment, parse_sections
-from caseforge.tasks.cn.text import normalise_text
+from caseforge.tasks.cn.text import normalise_for_compare, normalise_text, similarity
 
 THRESHOLD = 0.9
-MAX_COMPARE = 3000
-
-
-_DROP = {code: None for code in range(0x30000)
-         if chr(code).isspace() or unicodedata.category(chr(code))[0] in "PS"}
-
-
-def normalise_for_compare(text: str | None) -> str:
-    if not text:
-        return ""
-    return unicodedata.normalize("NFKC", text).translate(_DROP)
-
-
-def similarity(found: str | None, gold: str | None) -> float:
-    a, b = normalise_for_compare(found), normalise_for_compare(gold)
-    if not a and not b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    if a == b:
-        return 1.0
-    if len(a) > 2 * MAX_COMPARE or len(b) > 2 * MAX_COMPARE:
-        a = a[:MAX_COMPARE] + a[-MAX_COMPARE:]
-        b = b[:MAX_COMPARE] + b[-MAX_COMPARE:]
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 @dataclass(frozen=True)

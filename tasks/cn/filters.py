@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from caseforge.tasks.cn.accuracy import normalise_for_compare
+from caseforge.tasks.cn.text import normalise_for_compare
 
 
 @dataclass(frozen=True)

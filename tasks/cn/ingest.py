@@ -4,16 +4,25 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import duckdb
 import pandas as pd
 
 from caseforge.archive import Payload, RawArchive
+from caseforge.artifacts import publish_table
+from caseforge.config import Settings
+from caseforge.fetch import Fetcher
 from caseforge.gate import quarantine
-from caseforge.load import batch_frame, gate_and_load
+from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
+from caseforge.tasks.cn import curate
+from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials
+from caseforge.tasks.cn.filters import FilterConfig, load_filter_config
 from caseforge.tasks.cn.records import JudgmentRecord, RecordError, parse_record, read_dump, record_from_dict
 from caseforge.tasks.cn.text import DecodeError
 from caseforge.warehouse import run_sql
@@ -120,11 +129,6 @@ def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: Raw
         yield batch
 
 
-def batches(items: list, size: int = BATCH_SIZE):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 def section_coverage(con: duckdb.DuckDBPyConnection) -> list[dict]:
     result = run_sql(con, "cn/section_coverage.sql")
     names = [d[0] for d in result.description]
@@ -166,3 +170,77 @@ def read_doc_ids(path: Path) -> list[str]:
         if value and value not in ids:
             ids.append(value)
     return ids
+
+
+# --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
+
+def dump_batch_step(session: RunSession, batch: list) -> None:
+    frame = parse_batch(session.con, session.run_id, batch, session.report)
+    load_judgments(session.con, session.run_id, frame, session.report)
+
+
+def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str]) -> None:
+    fetched = fetch_documents(client, session.con, session.run_id, doc_ids, session.report)
+    frame = parse_batch(session.con, session.run_id, fetched, session.report)
+    load_judgments(session.con, session.run_id, frame, session.report)
+
+
+def filters_step(session: RunSession, config: FilterConfig) -> list[dict]:
+    curate.apply_filters(session.con, config, session.report)
+    return curate.filter_reason_counts(session.con, config)
+
+
+def representatives_step(session: RunSession, config: FilterConfig, embedder: str, n: int, k: int,
+                         seed: int) -> str | None:
+    return curate.select(session.con, config, embedder, n, k, seed, session.report)
+
+
+@dataclass(frozen=True)
+class Steps:
+    dump_batch: Callable = dump_batch_step
+    api_batch: Callable = api_batch_step
+    filters: Callable = filters_step
+    representatives: Callable = representatives_step
+
+
+def refresh(settings: Settings, from_dir: str | None = None, doc_ids: str | None = None, filters: str | None = None,
+            select_n: int = 0, clusters: int = 10, embedder: str = "tfidf-char", seed: int = 0,
+            steps: Steps | None = None) -> StageReport:
+    """Import judgment dumps under `from_dir` (and/or documents listed in `doc_ids`, fetched with the
+    user's own session, see tasks/cn/api.py), parse sections, gate and upsert; filter; optionally select.
+
+    Every dump file is archived before parsing; unreadable files and rows are quarantined with
+    their reason. Filters run over all curated judgments, and with select_n > 0 the kept ones
+    are embedded and select_n representatives are picked across `clusters` K-Means clusters.
+    """
+    steps = steps or Steps()
+    config = load_filter_config(filters)
+    with run_session(settings, "ingest", "cn") as session:
+        report = session.report
+        if from_dir:
+            directory = Path(from_dir)
+            paths = dump_files(directory)
+            progress = Progress("cn dumps", total=len(paths))
+            for batch in batches_of_records(session.con, session.run_id, session.archive, directory, paths, report):
+                steps.dump_batch(session, batch)
+            progress.step(len(paths))
+            progress.close()
+        if doc_ids:
+            ids = read_doc_ids(Path(doc_ids))
+            with Fetcher(settings, session.archive) as fetcher:
+                client = WenshuClient(fetcher, WenshuCredentials.from_env())
+                for batch in batches(ids, BATCH_SIZE):
+                    steps.api_batch(session, client, batch)
+                report.add("http_requests", fetcher.stats.requests)
+                report.add("http_retries", fetcher.stats.retries)
+        report.counts.setdefault("new", 0)
+        report.counts.setdefault("changed", 0)
+        reasons = steps.filters(session, config)
+        if select_n > 0:
+            steps.representatives(session, config, embedder, select_n, clusters, seed)
+        coverage = section_coverage(session.con)
+    log.info("cn: %s", ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())))
+    rows = [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()} for row in coverage]
+    publish_table("cn-section-coverage", rows, "Share of curated judgments with each section, by source format")
+    publish_table("cn-filter-reasons", reasons, f"Documents excluded by filter {config.key}, per reason")
+    return report

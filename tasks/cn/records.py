@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from caseforge.tasks.cn.accuracy import similarity
+from caseforge.tasks.cn.text import similarity
 from caseforge.tasks.cn.casenumber import (case_type_from_kind, last_cn_date, parse_case_number,
                                            parse_cn_date, procedure_from_kind)
 from caseforge.tasks.cn.sections import SECTIONS, parse_sections
@@ -30,7 +30,7 @@ GOLD_FIELDS = {  # dump field -> our section
     "s22": "header", "s23": "procedure_record", "s25": "facts", "s26": "reasoning", "s27": "judgment",
     "s28": "tail", "诉称段": "claims", "辩称段": "defense", "裁判分析过程段": "reasoning",
 }
-# CaseFormer's fields as the accuracy script maps them (tasks/cn/accuracy.py)
+# CaseFormer's fields as the section accuracy bench maps them (tasks/cn/accuracy.py)
 CASEFORMER_GOLD = {"claim": "claims", "fact": "findings_part", "reason": "reasoning", "result": "judgment_items"}
 # gold names that are spans derived from the sections (ParsedJudgment properties), not sections
 DERIVED_SPANS = ("fact_part", "findings_part", "judgment_items", "judgment_to_end")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import codecs
+import difflib
 import re
+import unicodedata
 
 from caseforge.text import html_to_text
 
@@ -49,3 +51,33 @@ def normalise_text(text: str | None) -> str:
     text = _SPACES.sub(" ", text)
     text = _NEWLINES.sub("\n", text)
     return text.strip()
+
+
+# Comparing a parsed section with a gold one: NFKC, then every whitespace character and every
+# punctuation or symbol character (Unicode categories P* and S*) removed; similarity is
+# difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() on the normalised strings
+# (2·matches / (len a + len b)), on at most the first and last MAX_COMPARE characters of long texts.
+MAX_COMPARE = 3000
+
+_DROP = {code: None for code in range(0x30000)
+         if chr(code).isspace() or unicodedata.category(chr(code))[0] in "PS"}
+
+
+def normalise_for_compare(text: str | None) -> str:
+    if not text:
+        return ""
+    return unicodedata.normalize("NFKC", text).translate(_DROP)
+
+
+def similarity(found: str | None, gold: str | None) -> float:
+    a, b = normalise_for_compare(found), normalise_for_compare(gold)
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    if len(a) > 2 * MAX_COMPARE or len(b) > 2 * MAX_COMPARE:
+        a = a[:MAX_COMPARE] + a[-MAX_COMPARE:]
+        b = b[:MAX_COMPARE] + b[-MAX_COMPARE:]
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()

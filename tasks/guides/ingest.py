@@ -1,24 +1,31 @@
 """Guide stages: source files (PDF / text / page CSV) → paragraphs → citations → resolution. No Prefect here."""
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 import pandas as pd
 
 from caseforge.archive import Payload, RawArchive
+from caseforge.artifacts import publish_counters, publish_markdown, publish_table
+from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
 from caseforge.load import batch_frame, gate_and_load
 from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
 from caseforge.tasks.guides import citations as cites
 from caseforge.tasks.guides.pages import GuidePage, GuideSourceError, read_pages
 from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.guides.paragraphs import parse_guide
 from caseforge.tasks.guides.resolve import Resolver, load_french_map
 from caseforge.warehouse import run_sql
+
+log = logging.getLogger(__name__)
 
 SOURCE = "guides"
 KS_DOCUMENTS = "https://ks.echr.coe.int/documents/d/echr-ks/{guide_id}"
@@ -148,3 +155,62 @@ def resolution_rates(con) -> list[dict]:
     cursor = run_sql(con, "guides/resolution_rate.sql")
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+# --- the refresh as a whole; the Prefect flow passes a task-wrapped version of the step ---
+
+def parse_and_load_step(session: RunSession, sources: list[GuideSource]) -> None:
+    resolver = make_resolver(session.con)
+    for source in sources:
+        parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
+        if parsed:
+            load_guide(session.con, session.run_id, *parsed, session.report)
+
+
+@dataclass(frozen=True)
+class Steps:
+    parse_and_load: Callable = parse_and_load_step
+
+
+def refresh(settings: Settings, from_dir: str | None = None, guide_ids: list[str] | None = None,
+            french_map: str | None = None, steps: Steps | None = None, transport=None) -> StageReport:
+    """Guides → paragraphs (headers removed, page breaks joined) → citations → itemids (links on the
+    page first, then name + year against curated.echr_judgments), each table gated before curated."""
+    steps = steps or Steps()
+    with run_session(settings, "ingest", "guides") as session:
+        report = session.report
+        french = Path(french_map) if french_map else None
+        if from_dir:
+            sources, found = replay_sources(session.archive, Path(from_dir), report)
+            french = french or found
+        else:
+            with Fetcher(settings, session.archive, transport=transport) as fetcher:
+                sources = fetch_sources(fetcher, session.con, session.run_id, list(guide_ids or DEFAULT_GUIDES),
+                                        report)
+                report.add("http_requests", fetcher.stats.requests)
+        if french:
+            store_translations(session.con, session.archive, french, report)
+        steps.parse_and_load(session, sources)
+        rates = resolution_rates(session.con)
+        for rate in rates:
+            log.info("guides: %s resolved %s of %s citations (%.1f%%)", rate["guide_id"], rate["resolved"],
+                     rate["citations"], 100 * float(rate["resolution_rate"]))
+    log.info("guides: %s", ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())))
+    _publish(report, rates)
+    return report
+
+
+def _publish(report: StageReport, rates: list[dict]) -> None:
+    publish_counters("guides-documents", "Guides read", report.counts,
+                     ("guide_files", "guides_fetched", "guides_parsed", "guides_quarantined"))
+    publish_counters("guides-paragraphs", "Guide paragraphs", report.counts,
+                     ("guide_paragraphs_parsed", "guide_paragraphs_loaded", "guide_paragraphs_quarantined"))
+    publish_counters("guides-citations", "Guide citations", report.counts,
+                     ("citations_parsed", "citations_resolved", "citations_loaded", "citations_quarantined"))
+    rows = [{k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, int) else v) for k, v in r.items()}
+            for r in rates]
+    publish_table("guides-resolution-rate", rows,
+                  "Citations resolved to a HUDOC itemid, per guide (sql/guides/resolution_rate.sql)")
+    lines = "\n".join(f"- {r['guide_id']}: {r['resolved']}/{r['citations']} ({float(r['resolution_rate']):.1%})"
+                      for r in rates)
+    publish_markdown("guides-resolution-summary", f"## Resolution rate\n\n{lines or 'no citations'}")

@@ -1,25 +1,36 @@
 """HUDOC stages: metadata pages → curated.echr_judgments; bodies → curated.echr_paragraphs. No Prefect here."""
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 
 from caseforge.archive import Payload, RawArchive
+from caseforge.artifacts import publish_counters
+from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
-from caseforge.load import batch_frame, gate_and_load
+from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, since_with_overlap, yearly_windows
 from caseforge.tasks.hudoc.readers import DocumentError, parse_document
 from caseforge.warehouse import run_sql
 
+log = logging.getLogger(__name__)
+
 BATCH_SIZE = 200
+DOCUMENT_COUNTERS = ("html_fetched", "docx_fetched", "documents_parsed", "documents_quarantined",
+                     "extra_bodies_ignored")
+PARAGRAPH_COUNTERS = ("paragraphs_parsed", "paragraphs_loaded", "paragraphs_quarantined")
 OVERLAP_DAYS = 14
 HTML_URL = f"{API}/app/conversion/docx/html/body"
 DOCX_URL = f"{API}/app/conversion/docx/"
@@ -200,6 +211,64 @@ def live_documents_batch(fetcher: Fetcher, con, run_id: int, itemids: list[str],
     load_paragraphs(con, run_id, rows, report)
 
 
-def batches(items: list, size: int = BATCH_SIZE):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+# --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
+
+def replay_metadata_step(session: RunSession, paths: list[Path], record_filter: meta.RecordFilter) -> None:
+    replay_metadata(session.con, session.archive, session.run_id, paths, record_filter, session.report)
+
+
+def replay_documents_step(session: RunSession, documents: dict) -> None:
+    replay_documents(session.con, session.archive, session.run_id, documents, session.report)
+
+
+def live_metadata_step(session: RunSession, fetcher: Fetcher, since: date, until: date,
+                       record_filter: meta.RecordFilter) -> None:
+    live_metadata(fetcher, session.con, session.run_id, since, until, record_filter, session.report)
+
+
+def live_documents_step(session: RunSession, fetcher: Fetcher, itemids: list[str]) -> None:
+    live_documents_batch(fetcher, session.con, session.run_id, itemids, session.report)
+
+
+@dataclass(frozen=True)
+class Steps:
+    replay_metadata: Callable = replay_metadata_step
+    replay_documents: Callable = replay_documents_step
+    live_metadata: Callable = live_metadata_step
+    live_documents: Callable = live_documents_step
+
+
+def refresh(settings: Settings, from_dir: str | None = None, since: str | None = None,
+            doctypes: list[str] | None = None, languages: list[str] | None = None, documents: bool = True,
+            max_documents: int = 5000, steps: Steps | None = None, transport=None) -> StageReport:
+    """Judgment metadata (query API paged by date windows, or replayed JSON) and judgment bodies
+    (HTML, DOCX where the HTML is missing) split into paragraphs, each batch gated before curated."""
+    steps = steps or Steps()
+    record_filter = meta.RecordFilter(tuple(doctypes) if doctypes is not None else ("HEJUD",),
+                                      tuple(languages) if languages is not None else ("ENG",))
+    with run_session(settings, "ingest", "hudoc") as session:
+        report = session.report
+        if from_dir:
+            files = replay_files(Path(from_dir))
+            steps.replay_metadata(session, files.metadata, record_filter)
+            if documents:
+                steps.replay_documents(session, files.documents)
+        else:
+            with Fetcher(settings, session.archive, transport=transport) as fetcher:
+                start = incremental_since(session.con, since)
+                until = date.today() + timedelta(days=1)
+                log.info("hudoc: judgments from %s to %s", start, until)
+                steps.live_metadata(session, fetcher, start, until, record_filter)
+                if documents:
+                    itemids = documents_to_fetch(session.con, max_documents)
+                    progress = Progress("hudoc documents", total=len(itemids))
+                    for batch in batches(itemids, BATCH_SIZE):
+                        steps.live_documents(session, fetcher, batch)
+                        progress.step(len(batch))
+                    progress.close()
+                report.add("http_requests", fetcher.stats.requests)
+                report.add("http_retries", fetcher.stats.retries)
+    log.info("hudoc: %s", ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())))
+    publish_counters("hudoc-documents", "HUDOC documents", report.counts, DOCUMENT_COUNTERS)
+    publish_counters("hudoc-paragraphs", "HUDOC paragraphs", report.counts, PARAGRAPH_COUNTERS)
+    return report

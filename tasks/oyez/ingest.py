@@ -18,8 +18,8 @@ from caseforge.archive import Payload, RawArchive
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import quarantine
-from caseforge.load import batch_frame, gate_and_load
-from caseforge.orchestration import RunSession, run_session
+from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.session import RunSession, run_session
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
@@ -176,12 +176,6 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     outcome.report_to(report, "legacy_loaded")
 
 
-def batches(items: list, size: int | None = None):
-    size = size or BATCH_SIZE
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
 
 def legacy_step(session: RunSession, path: str) -> None:
@@ -232,7 +226,7 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
             details, lists = replay_files(Path(from_dir))
             report.add("list_files_seen", len(lists))
             progress = Progress("oyez replay", total=len(details))
-            for batch in batches(details):
+            for batch in batches(details, BATCH_SIZE):
                 steps.replay_batch(session, batch)
                 progress.step(len(batch))
             progress.close()
@@ -241,7 +235,7 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
                 planned = steps.plan(session, fetcher, term, full)
                 log.info("oyez: %d case details to fetch", len(planned))
                 progress = Progress("oyez details", total=len(planned))
-                for batch in batches(planned):
+                for batch in batches(planned, BATCH_SIZE):
                     steps.live_batch(session, fetcher, batch)
                     progress.step(len(batch))
                 progress.close()

@@ -17,8 +17,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "unit"))
 
-from caseforge.tasks.aqeval.citations import parse_answer  # noqa: E402
-from caseforge.tasks.aqeval.items import build_passages, load_annotation_file  # noqa: E402
+from caseforge.tasks.aquaechr.eval.citations import parse_answer  # noqa: E402
+from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
 
 REPLAY = HERE.parent / "fixtures" / "replay" / "aqeval.jsonl"
@@ -72,7 +72,7 @@ def test_parser_on_a_real_model_answer(samples_dir):
 
 def cli(items_file: Path, system: str, db: Path, out: Path) -> subprocess.CompletedProcess:
     """The real command in its own process (Prefect's logging binds to the stderr it starts with)."""
-    return subprocess.run([sys.executable, "-m", "caseforge", "aqeval", "run", "--system", system, "--model", MODEL,
+    return subprocess.run([sys.executable, "-m", "caseforge", "eval", "aquaechr", "--system", system, "--model", MODEL,
                            "--llm", "replay", "--replay-file", str(REPLAY), "--items", str(items_file), "--limit",
                            str(LIMIT), "--no-bertscore", "--db", str(db), "--out-dir", str(out)],
                           capture_output=True, text=True, timeout=240)
@@ -87,18 +87,18 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         assert "citation_f1" in done.stdout
     con = connect(db)
-    runs = con.execute("SELECT system, n_items, n_failed, corpus FROM eval.aquaechr_runs ORDER BY system").fetchall()
+    runs = con.execute("SELECT system, n_items, n_failed, params->>'corpus' FROM eval.runs WHERE task = 'aquaechr' "
+                       "ORDER BY system").fetchall()
     assert [(r[0], r[1], r[2]) for r in runs] == [("posthoc-rarr", 3, 0), ("rtg-llatrieval", 3, 0)]
     assert runs[0][3].startswith("0 numbered paragraphs from curated.echr_paragraphs + 277 cited passages")
-    outputs = con.execute("SELECT item_id, answer, sentences FROM eval.aquaechr_outputs "
-                          "WHERE run_id = (SELECT run_id FROM eval.aquaechr_runs WHERE system = 'rtg-llatrieval')"
-                          " ORDER BY item_id").fetchall()
+    outputs = con.execute("SELECT item_id, predicted FROM eval.item_outputs WHERE eval_run_id = "
+                          "(SELECT eval_run_id FROM eval.runs WHERE system = 'rtg-llatrieval') ORDER BY item_id").fetchall()
     assert [o[0] for o in outputs] == ["q196", "q393", "q493"]
-    sentences = json.loads(outputs[1][2])
+    sentences = json.loads(outputs[1][1])["sentences"]
     assert sentences[0]["citations"][0]["passage_id"] is not None
     assert any(c["passage_id"] is None for s in sentences for c in s["citations"])   # the double's [Doc 42]
-    metrics = dict(con.execute("SELECT metric, value FROM eval.aquaechr_metrics m JOIN eval.aquaechr_runs r "
-                               "USING (run_id) WHERE r.system = 'posthoc-rarr'").fetchall())
+    metrics = dict(con.execute("SELECT metric, value FROM eval.metrics m JOIN eval.runs r "
+                               "USING (eval_run_id) WHERE r.system = 'posthoc-rarr'").fetchall())
     assert metrics["n"] == 3 and metrics["citations_per_query"] > 0
     con.close()
     report = (tmp_path / "out" / "aquaechr_report.md").read_text()
@@ -107,7 +107,7 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
     # a second run answers everything from the cache and adds no rows
     assert cli(items_file, "posthoc-rarr", db, tmp_path / "out").returncode == 0
     con = connect(db)
-    assert con.execute("SELECT count(*) FROM eval.aquaechr_outputs").fetchone() == (6,)
+    assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone() == (6,)
 
 
 def record(samples: Path, work: Path, out: Path = REPLAY, extra_retrievers: tuple[str, ...] = ()) -> int:
@@ -118,8 +118,8 @@ def record(samples: Path, work: Path, out: Path = REPLAY, extra_retrievers: tupl
     from aqeval_doubles import ScriptedAqevalBackendDouble
 
     from caseforge.llm.backends.replay import export_replay
-    from caseforge.tasks.aqeval.nli import make_nli
-    from caseforge.tasks.aqeval.pipeline import RunConfig, evaluate
+    from caseforge.tasks.aquaechr.eval.nli import make_nli
+    from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate
 
     items, problems = load_annotation_file(samples / "aquaechr" / "expert_annotations_rag.json",
                                            samples / "aquaechr" / "caseid_to_name.json")

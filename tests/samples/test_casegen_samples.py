@@ -42,6 +42,7 @@ def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples
 
     from caseforge.config import settings
     from caseforge.tasks.casegen import pipeline
+    from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     spec = importlib.util.spec_from_file_location("casegen_scripted_double", fixtures / "casegen" / "scripted_double.py")
@@ -51,9 +52,9 @@ def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples
     source = samples_dir / "cn" / "casegen_reference_sections.jsonl"
     built = pipeline.run_build(config, from_file=str(source), limit=double.SAMPLE_DOCS)
     assert built.counts["items_judgment"] == 2 and built.counts["skipped_defense"] == 2
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(tmp_path / "reports"))
-    report, _ = pipeline.run_eval(config, params)
+    report, _ = eval_pipeline.run_eval(config, params)
     assert report.ok, report.failures
     assert report.counts["judge_ok"] == 2
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)

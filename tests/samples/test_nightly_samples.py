@@ -6,8 +6,11 @@ import pytest
 from oyez_subset import link_oyez_subset
 from pydantic import BaseModel
 
-from caseforge import nightly
+from dataclasses import dataclass
+from typing import Callable
+
 from caseforge.config import settings as load_settings
+from caseforge.flows import nightly, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
 from caseforge.release import verify_release
@@ -64,6 +67,15 @@ def echo_builder(backend):
     return run
 
 
+@dataclass(frozen=True)
+class BuilderEntryDouble(registry.Builder):
+    """Test double of a registry builder: a plain function instead of a Prefect flow."""
+    builder: Callable = None
+
+    def run(self, settings, **kwargs):
+        return self.builder(settings, **kwargs)
+
+
 @pytest.fixture
 def samples_subset(samples_dir, tmp_path):
     """A samples tree: links to the first real Oyez case files, and the first real rows of the legacy table
@@ -75,15 +87,16 @@ def tree_bytes(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_nightly_twice_on_samples(samples_subset, tmp_path, monkeypatch):
+def test_nightly_twice_on_samples(samples_subset, tmp_path):
     backend = EchoBackendDouble()
-    monkeypatch.setattr(nightly, "SOURCES", {"oyez": nightly.SOURCES["oyez"]})
-    monkeypatch.setattr(nightly, "BUILDERS", {
-        "echo": nightly.BuilderSpec(("curated.scotus_cases",), echo_builder(backend))})
+    stages_of = {"sources": {"oyez": registry.SOURCES["oyez"]},
+                 "builders": {"echo": BuilderEntryDouble("echo", "echo (double)", None, inputs=("curated.scotus_cases",),
+                                                         builder=echo_builder(backend))},
+                 "releases": {"scotus": registry.RELEASES["scotus"]}}
     settings = load_settings(tmp_path / "cf.duckdb")
     options = nightly.NightlyOptions(from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases")
 
-    first = nightly.run_nightly(settings, options)
+    first = nightly.run_nightly(settings, options, **stages_of)
     assert first.ok, first.failures()
     stages = {(o.stage, o.name): o for o in first.outcomes}
     assert stages[("source", "oyez")].counts["new"] == CASES_IN_SUBSET
@@ -96,7 +109,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path, monkeypatch):
     assert "CC BY-NC" in released["README.md"].decode()
     assert (first.run_dir / "scotus_decades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    second = nightly.run_nightly(settings, options)
+    second = nightly.run_nightly(settings, options, **stages_of)
     assert second.ok, second.failures()
     stages = {(o.stage, o.name): o for o in second.outcomes}
     oyez = stages[("source", "oyez")].counts
@@ -110,7 +123,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path, monkeypatch):
 
     # forcing the builders and the release: the LLM cache answers everything, the writer gives the same bytes
     forced = nightly.run_nightly(settings, nightly.NightlyOptions(
-        from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases", force=True))
+        from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases", force=True), **stages_of)
     stages = {(o.stage, o.name): o for o in forced.outcomes}
     assert stages[("builder", "echo")].counts["cache_hits"] == CASES_IN_SUBSET
     assert stages[("builder", "echo")].counts["llm_calls"] == 0 and backend.calls == CASES_IN_SUBSET

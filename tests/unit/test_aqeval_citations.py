@@ -1,5 +1,5 @@
 """The citation parser on messy model output."""
-from caseforge.tasks.aqeval.citations import (cited_passages, invalid_citations, parse_answer, split_sentences,
+from caseforge.tasks.aquaechr.eval.citations import (cited_passages, invalid_citations, parse_answer, split_sentences,
                                               strip_citations)
 
 SHOWN = ["001-1#10", "001-2#20", "001-3#30"]
@@ -58,10 +58,3 @@ def test_parenthesised_plain_number_is_not_a_citation():
     assert sentences[0].text == "The Court listed (1) legality and (2) necessity."
 
 
-def test_model_family_from_name():
-    from caseforge.tasks.aqeval.nli import model_family
-
-    assert model_family("Qwen2.5-7B-Instruct") == "qwen"
-    assert model_family("meta-llama/Meta-Llama-3-8B-Instruct") == "llama"
-    assert model_family("SmolLM2-135M-Instruct.Q4_1.gguf") == "smollm"
-    assert model_family("double-aqeval-1") is None

@@ -1,19 +1,8 @@
 """Items from curated.aquaechr_qa (kept rows) and corpus paragraphs from curated.echr_paragraphs."""
 import json
 
-import pytest
-
-from caseforge.tasks.aqeval.items import build_passages, db_paragraphs, load_db_items
+from caseforge.tasks.aquaechr.eval.items import build_passages, db_paragraphs, load_db_items
 from caseforge.warehouse import connect
-
-
-def test_missing_qa_table_is_a_clear_error(db_path):
-    con = connect(db_path)
-    if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'curated' "
-                   "AND table_name = 'aquaechr_qa'").fetchone()[0]:
-        pytest.skip("curated.aquaechr_qa exists on this branch")
-    with pytest.raises(RuntimeError, match="curated.aquaechr_qa does not exist yet"):
-        load_db_items(con)
 
 
 def test_kept_rows_become_items_and_paragraphs_join_the_corpus(db_path):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.tasks.aqeval.items import build_passages, load_annotation_file
-from caseforge.tasks.aqeval.nli import make_nli
-from caseforge.tasks.aqeval.pipeline import RunConfig, evaluate
+from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file
+from caseforge.tasks.aquaechr.eval.nli import make_nli
+from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate
 from caseforge.warehouse import connect
 
 ITEMS = Path(__file__).resolve().parent.parent / "fixtures" / "aqeval" / "items.json"
@@ -40,5 +40,5 @@ def test_smollm2_rtg_vanilla_on_two_questions(db_path):
     assert len(result.scored) == 2
     for scored in result.scored:
         assert scored.output.status == "ok" or scored.output.reason
-    stored = con.execute("SELECT count(*) FROM eval.aquaechr_outputs WHERE run_id = ?", [result.run_id]).fetchone()
+    stored = con.execute("SELECT count(*) FROM eval.item_outputs WHERE eval_run_id = ?", [result.run_id]).fetchone()
     assert stored == (2,)

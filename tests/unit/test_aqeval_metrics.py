@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from caseforge.tasks.aqeval.citations import Citation, Sentence
-from caseforge.tasks.aqeval.metrics import (aggregate, citation_faithfulness, citation_prf, claim_recall,
+from caseforge.tasks.aquaechr.eval.citations import Citation, Sentence
+from caseforge.tasks.aquaechr.eval.metrics import (aggregate, citation_faithfulness, citation_prf, claim_recall,
                                             evidence_nli, greedy_match_f1, rouge_l)
 from tests.unit.aqeval_doubles import SubstringNLIDouble
 

@@ -1,7 +1,6 @@
 """The evaluation run on a hand-made items file with the scripted LLM double: tables, re-runs, report."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,11 +11,11 @@ sys.path.insert(0, str(HERE))
 
 from aqeval_doubles import ScriptedAqevalBackendDouble  # noqa: E402
 
-from caseforge.tasks.aqeval import store  # noqa: E402
-from caseforge.tasks.aqeval.items import build_passages, load_annotation_file  # noqa: E402
-from caseforge.tasks.aqeval.nli import CrossEncoderNLI, make_nli  # noqa: E402
-from caseforge.tasks.aqeval.pipeline import RunConfig, evaluate  # noqa: E402
-from caseforge.tasks.aqeval.systems import SYSTEMS  # noqa: E402
+from caseforge.tasks.aquaechr.eval import store  # noqa: E402
+from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file  # noqa: E402
+from caseforge.tasks.aquaechr.eval.nli import CrossEncoderNLI, make_nli  # noqa: E402
+from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate  # noqa: E402
+from caseforge.tasks.aquaechr.eval.systems import SYSTEMS  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
 
 ITEMS = HERE.parent / "fixtures" / "aqeval" / "items.json"
@@ -59,14 +58,14 @@ def test_rtg_vanilla_rows_scores_and_rerun_without_duplicates_or_new_calls(db_pa
     assert q1.scores["invalid_citations"] == 1
     assert q1.scores["citations_per_query"] == 2.0
     assert q1.attribution == [True, True, None]
-    rows = con.execute("SELECT count(*) FROM eval.aquaechr_outputs WHERE run_id = ?", [result.run_id]).fetchone()
+    rows = con.execute("SELECT count(*) FROM eval.item_outputs WHERE eval_run_id = ?", [result.run_id]).fetchone()
     assert rows == (2,)
     again = run(con, "rtg-vanilla", ScriptedAqevalBackendDouble())
     assert again.run_id == result.run_id
-    assert con.execute("SELECT count(*) FROM eval.aquaechr_outputs").fetchone() == (2,)
-    assert con.execute("SELECT count(*) FROM eval.aquaechr_runs").fetchone() == (1,)
+    assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone() == (2,)
+    assert con.execute("SELECT count(*) FROM eval.runs").fetchone() == (1,)
     assert first_calls > 0
-    stored = dict(con.execute("SELECT metric, value FROM eval.aquaechr_metrics WHERE run_id = ?",
+    stored = dict(con.execute("SELECT metric, value FROM eval.metrics WHERE eval_run_id = ?",
                               [result.run_id]).fetchall())
     assert stored["citation_f1"] == pytest.approx(result.metrics["citation_f1"])
     assert stored["mauve"] is None
@@ -124,15 +123,15 @@ def test_llm_judge_failure_is_recorded_and_left_out(db_path):
     result = run(con, "rtg-vanilla", BrokenJudgeDouble())
     assert result.metrics["nli_failed"] > 0
     assert result.metrics["claim_recall"] is None
-    note = con.execute("SELECT note FROM eval.aquaechr_metrics WHERE run_id = ? AND metric = 'nli_failed'",
+    note = con.execute("SELECT note FROM eval.metrics WHERE eval_run_id = ? AND metric = 'nli_failed'",
                        [result.run_id]).fetchone()[0]
     assert "left out of their denominators" in note
 
 
 @pytest.mark.slow
 def test_bertscore_with_the_local_minilm_model():
-    from caseforge.tasks.aqeval.metrics import TokenEmbedder, bertscore_f1
-    from caseforge.tasks.aqeval.pipeline import default_bertscore_model
+    from caseforge.tasks.aquaechr.eval.metrics import TokenEmbedder, bertscore_f1
+    from caseforge.tasks.aquaechr.eval.pipeline import default_bertscore_model
 
     path, reason = default_bertscore_model()
     if path is None:
@@ -148,7 +147,7 @@ def test_bertscore_with_the_local_minilm_model():
 def test_all_nli_questions_are_asked_in_one_batch(db_path, system):
     from aqeval_doubles import SubstringNLIDouble
 
-    from caseforge.tasks.aqeval.nli import MemoNLI
+    from caseforge.tasks.aquaechr.eval.nli import MemoNLI
 
     class CountingNLIDouble(SubstringNLIDouble):
         calls = 0
@@ -170,7 +169,7 @@ def _untrained_nli_folder(tmp_path, labels):
     """A cross-encoder folder made from the local MiniLM weights with a fresh 3-way head (wiring only)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from caseforge.tasks.aqeval.pipeline import default_bertscore_model
+    from caseforge.tasks.aquaechr.eval.pipeline import default_bertscore_model
 
     path, reason = default_bertscore_model()
     if path is None:

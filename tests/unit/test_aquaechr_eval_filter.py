@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from caseforge.llm.types import Completion
-from caseforge.tasks.aquaechr.eval_filter import Confusion, agreement, evaluate, read_gold
+from caseforge.tasks.aquaechr.eval.judge_agreement import Confusion, agreement, evaluate, read_gold
 from caseforge.warehouse import connect
 
 GOLD = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr" / "filter_gold.csv"
@@ -79,7 +79,7 @@ def test_cli_eval_filter_through_the_replay_backend(tmp_path, capsys):
     replay = tmp_path / "judge.jsonl"
     assert export_replay(recording, replay) == 6
     recording.close()
-    code = main(["aquaechr", "eval-filter", "--gold", str(GOLD), "--llm", "replay", "--model", "double-judge",
+    code = main(["eval", "aquaechr-filter", "--gold", str(GOLD), "--llm", "replay", "--model", "double-judge",
                  "--replay-file", str(replay), "--db", str(tmp_path / "w.duckdb")])
     out = capsys.readouterr().out
     assert code == 0

@@ -8,7 +8,7 @@ from caseforge.runs import StageReport
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.build import BuildConfig, build
 from caseforge.tasks.aquaechr.search import duplicates
-from caseforge.tasks.aquaechr.sentences import Citation, Paragraph, split_paragraph
+from caseforge.tasks.aquaechr.sentences import Paragraph, split_paragraph
 from caseforge.tasks.aquaechr.strategies import Candidate, Window, make_windows, parse_strategies
 from caseforge.warehouse import connect
 

@@ -1,6 +1,6 @@
 import pytest
 
-from caseforge.tasks.evaluation.answers import parse_answer, parse_verdict
+from caseforge.tasks.case.answers import parse_answer, parse_verdict
 
 
 @pytest.mark.parametrize("reply, expected", [

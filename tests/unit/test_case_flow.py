@@ -22,7 +22,7 @@ from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
 from caseforge.retrieval.corpora import barexam_corpus  # noqa: E402
 from caseforge.runs import StageReport, start_run  # noqa: E402
 from caseforge.tasks.barexam.ingest import import_folder  # noqa: E402
-from caseforge.tasks.evaluation import barexam_eval  # noqa: E402
+from caseforge.tasks.case.eval import barexam as barexam_eval  # noqa: E402
 from caseforge.warehouse import connect, run_sql  # noqa: E402
 
 REPLAY = HERE.parent / "fixtures" / "replay" / "case_barexam.jsonl"

@@ -1,4 +1,4 @@
-from caseforge.tasks.evaluation.case import PERSONAS, Vote, sample_jury, tally
+from caseforge.tasks.case.method import PERSONAS, Vote, sample_jury, tally
 
 LABELS = ["A", "B", "C", "D"]
 

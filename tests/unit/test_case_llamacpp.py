@@ -27,7 +27,7 @@ def _smollm2_path() -> Path:
 def test_llm_only_baseline_with_smollm2(samples_dir, tmp_path):
     from caseforge.llm import get_backend
     from caseforge.runs import StageReport
-    from caseforge.tasks.evaluation import barexam_eval
+    from caseforge.tasks.case.eval import barexam as barexam_eval
     from caseforge.warehouse import connect, run_sql
     from test_case_flow import ingest
 

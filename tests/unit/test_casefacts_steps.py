@@ -6,8 +6,8 @@ import pytest
 
 from caseforge.tasks.casefacts.chains import overlap_groups
 from caseforge.tasks.casefacts.dataset_gate import gate_dataset
-from caseforge.tasks.casefacts.embed import HashingEmbedder, SentenceTransformerEmbedder
-from caseforge.tasks.casefacts.families import check_families, family_of
+from caseforge.embeddings import SentenceTransformerEmbedder
+from caseforge.tasks.casefacts.embed import HashingEmbedder
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 
 
@@ -37,17 +37,6 @@ def test_one_claim_per_fact_and_no_fact_across_splits():
     assert set(splits) == {f"f{i}" for i in range(200)}
     assert sum(v == "test" for v in splits.values()) == 50
     assert assign_splits(["only"], 0.2, 1) == {"only": "test"}
-
-
-def test_families_refuse_same_family_unless_allowed():
-    assert family_of("Qwen/Qwen3-Next-80B-A3B-Instruct") == "qwen"
-    assert family_of("google/gemma-3-27b-it") == "gemma"
-    assert family_of("HuggingFaceTB/SmolLM2-360M-Instruct") == "smollm"
-    assert family_of("meta-llama/Llama-3.1-8B") == "llama"
-    assert check_families("Qwen/Qwen3-8B", "google/gemma-3-27b-it") is None
-    with pytest.raises(ValueError, match="both of the 'qwen' family"):
-        check_families("Qwen/Qwen3-8B", "qwen2.5-7b-instruct")
-    assert "qwen" in check_families("Qwen/Qwen3-8B", "qwen2.5-7b-instruct", allow_same=True)
 
 
 def test_hashing_embedder_is_unit_length_and_similarity_tracks_wording():

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from caseforge.tasks.casegen import items as cg
-from caseforge.tasks.casegen.truncate import CUT_MARK, cut_middle
+from caseforge.tasks.casegen.eval.truncate import CUT_MARK, cut_middle
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "casegen" / "full_cases.jsonl"
 

@@ -1,8 +1,7 @@
 """Reading the judge's reply: JSON or lines, odd number formats, and malformed replies."""
 import pytest
 
-from caseforge.tasks.casegen.judge import (SameFamilyJudge, check_judge_family, dimensions_for, model_family,
-                                           read_judge_reply)
+from caseforge.tasks.casegen.eval.judge import dimensions_for, read_judge_reply
 
 
 def as_table(reading):
@@ -63,12 +62,3 @@ def test_every_task_has_its_dimensions_plus_overall():
     assert len(dimensions_for("reasoning")) == 6
 
 
-def test_judge_of_the_same_family_is_refused_unless_allowed():
-    assert model_family("Qwen/Qwen2.5-7B-Instruct") == "qwen"
-    assert model_family("SmolLM2-360M-Instruct-Q8_0.gguf") == "smollm"
-    with pytest.raises(SameFamilyJudge, match="both qwen"):
-        check_judge_family(["qwen2.5-7b"], "Qwen2.5-72B-Instruct")
-    warnings = check_judge_family(["qwen2.5-7b"], "qwen2.5-72b", allow_same_family=True)
-    assert any("allowed" in w for w in warnings)
-    assert check_judge_family(["qwen2.5-7b"], "llama-3.3-70b") == []
-    assert any("family unknown" in w for w in check_judge_family(["mystery-model"], "llama-3.3-70b"))

@@ -6,7 +6,8 @@ import pytest
 
 from caseforge.config import settings
 from caseforge.tasks.casegen import pipeline
-from caseforge.tasks.casegen.evaluate import EvalConfig
+from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
+from caseforge.tasks.casegen.eval.evaluate import EvalConfig
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "casegen" / "full_cases.jsonl"
 
@@ -23,9 +24,9 @@ def test_smollm_drafts_a_judgment_item(db_path, tmp_path):
         pytest.skip(f"no local SmolLM2 GGUF file: {exc}")
     config = settings(db_path)
     pipeline.run_build(config, from_file=str(FIXTURE), limit=1)
-    params = pipeline.EvalParams(models=[model_path], llm="llamacpp", judge_model=None, task="judgment", limit=1,
+    params = eval_pipeline.EvalParams(models=[model_path], llm="llamacpp", judge_model=None, task="judgment", limit=1,
                                  config=EvalConfig(max_input_chars=1500, max_new_tokens=128),
                                  out_dir=str(tmp_path / "reports"))
-    report, _ = pipeline.run_eval(config, params)
+    report, _ = eval_pipeline.run_eval(config, params)
     assert report.counts[f"generate_{model_path}_ok"] == 1, report.failures
     assert report.counts["metrics_scored"] == 1

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from caseforge.tasks.casegen import metrics
-from caseforge.tasks.evaluation.overlap import lcs_length
+from caseforge.tasks.casegen.eval import metrics
+from caseforge.overlap import lcs_length
 
 # Example 1 — no digits at all.
 REF_1 = "原告请求被告归还借款"

@@ -10,6 +10,7 @@ import pytest
 from caseforge.config import settings
 from caseforge.llm.backends.replay import ReplayMiss
 from caseforge.tasks.casegen import build, pipeline
+from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 from caseforge.warehouse import connect
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -48,9 +49,9 @@ def replayed(tmp_path_factory):
     root = tmp_path_factory.mktemp("casegen-replay")
     db_path = root / "warehouse.duckdb"
     config = built(db_path)
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(root / "reports"))
-    report, result = pipeline.run_eval(config, params)
+    report, result = eval_pipeline.run_eval(config, params)
     return db_path, params, report, result
 
 
@@ -113,9 +114,9 @@ def test_sources_from_cn_judgments_prefer_the_latest_representatives(db_path):
 
 def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp_path, scripted):
     config = built(db_path)
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
                                  out_dir=str(tmp_path / "reports"), plots=False)
-    report, result = pipeline.run_eval(config, params)
+    report, result = eval_pipeline.run_eval(config, params)
     assert report.ok, report.failures
     assert report.counts["judge_llm_calls"] == 12
     assert query(db_path, "SELECT status, count(*) FROM eval.casegen_generations GROUP BY ALL") == [("ok", 12)]
@@ -123,7 +124,7 @@ def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp
     bad = query(db_path, "SELECT count(*) FROM eval.casegen_judgements WHERE (score IS NULL) <> (reason IS NOT NULL) "
                          "OR score < 1 OR score > 10")
     assert bad == [(0,)]
-    again, _ = pipeline.run_eval(config, params)
+    again, _ = eval_pipeline.run_eval(config, params)
     assert again.counts.get("judge_llm_calls", 0) == 0 and again.counts["judge_cache_hits"] == 12
     assert again.counts[f"generate_{double.DRAFTER}_llm_calls"] == 0
     assert {Path(p).name for p in result["files"]} == {"casegen_leaderboard.csv", "casegen_leaderboard.md"}
@@ -149,10 +150,10 @@ def test_replay_file_reproduces_the_run_end_to_end(replayed):
 
 def test_replay_refuses_an_unrecorded_model(replayed, tmp_path):
     config = settings(replayed[0])
-    params = pipeline.EvalParams(models=["qwen-unrecorded"], llm="replay", replay_file=str(double.REPLAY_FILE),
+    params = eval_pipeline.EvalParams(models=["qwen-unrecorded"], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(tmp_path / "r"))
     with pytest.raises(ReplayMiss):
-        pipeline.run_eval(config, params)
+        eval_pipeline.run_eval(config, params)
 
 
 def test_human_scores_give_agreement_per_task_and_averaged(replayed, tmp_path):
@@ -163,10 +164,10 @@ def test_human_scores_give_agreement_per_task_and_averaged(replayed, tmp_path):
     human = tmp_path / "human.jsonl"
     human.write_text("\n".join(json.dumps({"item_id": i, "model": double.DRAFTER, "score": 2 * s + 1})
                                for i, _, s in overall), encoding="utf-8")
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(tmp_path / "reports"), human_scores=str(human),
                                  plots=False)
-    report, result = pipeline.run_eval(settings(db_path), params)
+    report, result = eval_pipeline.run_eval(settings(db_path), params)
     assert report.counts["judge_cache_hits"] == 12
     judge = result["agreement"]["llm_judge"]
     defined = [t for t in ("defense", "facts", "reasoning", "judgment") if judge[t]["kendall"] == judge[t]["kendall"]]
@@ -177,12 +178,12 @@ def test_human_scores_give_agreement_per_task_and_averaged(replayed, tmp_path):
 
 
 def test_same_family_judge_is_refused(db_path, tmp_path):
-    from caseforge.tasks.casegen.judge import SameFamilyJudge
+    from caseforge.families import SameFamily
 
-    params = pipeline.EvalParams(models=["qwen2.5-7b"], llm="replay", replay_file=str(double.REPLAY_FILE),
+    params = eval_pipeline.EvalParams(models=["qwen2.5-7b"], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model="qwen2.5-72b", out_dir=str(tmp_path))
-    with pytest.raises(SameFamilyJudge):
-        pipeline.run_eval(settings(db_path), params)
+    with pytest.raises(SameFamily):
+        eval_pipeline.run_eval(settings(db_path), params)
 
 
 def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_path, monkeypatch, scripted):
@@ -206,9 +207,9 @@ def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_pa
 
     monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "complete_batch", flaky_batch)
     config = built(db_path)
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
                                  out_dir=str(tmp_path / "reports"), plots=False)
-    report, _ = pipeline.run_eval(config, params)
+    report, _ = eval_pipeline.run_eval(config, params)
     assert not report.ok
     assert sum("generation" in f and "empty output" in f for f in report.failures) == 3
     assert query(db_path, "SELECT task, status, error FROM eval.casegen_generations WHERE status = 'failed' "
@@ -219,13 +220,13 @@ def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_pa
 
 
 def test_over_long_inputs_are_cut_from_the_middle_and_marked(db_path, tmp_path, scripted):
-    from caseforge.tasks.casegen.evaluate import EvalConfig, case_input_text
-    from caseforge.tasks.casegen.truncate import CUT_MARK
+    from caseforge.tasks.casegen.eval.evaluate import EvalConfig, case_input_text
+    from caseforge.tasks.casegen.eval.truncate import CUT_MARK
 
     config = built(db_path)
-    params = pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=None, task="facts",
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=None, task="facts",
                                  config=EvalConfig(max_input_chars=120), out_dir=str(tmp_path / "reports"), plots=False)
-    report, _ = pipeline.run_eval(config, params)
+    report, _ = eval_pipeline.run_eval(config, params)
     assert report.counts["inputs_cut"] == 3
     rows = query(db_path, "SELECT g.input_unit, g.input_length, g.input_length_kept, c.request, i.inputs FROM "
                           "eval.casegen_generations g JOIN ops.llm_calls c ON c.identity = g.request_identity "
@@ -241,7 +242,7 @@ def test_over_long_inputs_are_cut_from_the_middle_and_marked(db_path, tmp_path, 
 
 
 def test_a_token_budget_needs_a_local_tokenizer(db_path, tmp_path):
-    from caseforge.tasks.casegen.evaluate import EvalConfig, input_measure
+    from caseforge.tasks.casegen.eval.evaluate import EvalConfig, input_measure
 
     with pytest.raises(FileNotFoundError, match="local tokenizer folder"):
         input_measure(EvalConfig(max_input_tokens=100, tokenizer_path=str(tmp_path / "absent")))

@@ -1,4 +1,4 @@
-from caseforge.tasks.evaluation.casenames import CaseNameIndex, normalise_case_name
+from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex, normalise_case_name
 
 NAMES = [("1", "Turner v. Murray"), ("2", "Hardt v. Reliance Standard Life Insurance Co."),
          ("3", "Brown v. Board of Education of Topeka"), ("4", "Brown v. Board of Education of Topeka"),

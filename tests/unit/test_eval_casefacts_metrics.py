@@ -1,6 +1,6 @@
 import pytest
 
-from caseforge.tasks.evaluation.metrics import (aggregate, claim_scores, evidence_score, evidence_score_f1,
+from caseforge.tasks.casefacts.eval.metrics import (aggregate, claim_scores, evidence_score, evidence_score_f1,
                                                 recall_at_k)
 
 A, B, C = frozenset({"a"}), frozenset({"b"}), frozenset({"c"})

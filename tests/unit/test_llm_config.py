@@ -1,7 +1,7 @@
 """Backend/model choice from arguments, environment and TOML; model families."""
 import pytest
 
-from caseforge.llm.config import (SameFamilyError, ensure_different_families, llm_choice, model_family)
+from caseforge.llm.config import llm_choice
 
 
 @pytest.fixture(autouse=True)
@@ -39,20 +39,3 @@ def test_unknown_backend_and_missing_model_are_clear_errors():
         llm_choice(backend="openai")
 
 
-@pytest.mark.parametrize("name, family", [
-    ("Qwen/Qwen2.5-7B-Instruct", "qwen"), ("meta-llama/Llama-3.1-70B-Instruct", "llama"),
-    ("google/gemma-3-27b-it", "gemma"), ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistral"),
-    ("smollm2-135m-instruct", "smollm"), ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "smollm"),
-    ("gpt-4o-mini", "gpt"), ("openai/gpt-oss-120b", "gpt"), ("microsoft/Phi-4-mini-instruct", "phi"),
-    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "deepseek"), ("something-else", "unknown"),
-])
-def test_model_family(name, family):
-    assert model_family(name) == family
-
-
-def test_same_family_warns_or_raises():
-    assert ensure_different_families("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct")
-    with pytest.warns(UserWarning, match="both qwen models"):
-        assert not ensure_different_families("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B")
-    with pytest.raises(SameFamilyError, match="both qwen"):
-        ensure_different_families("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B", strict=True)

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from echo_prompts import Number, requests_for  # noqa: E402
 
 from caseforge.llm import run_job  # noqa: E402
-from caseforge.llm.shards import (import_output_model, merge_shards, read_request_shard, run_shard,  # noqa: E402
+from caseforge.llm.shards import (merge_shards, read_request_shard, run_shard,  # noqa: E402
                                   split_requests, write_request_shards)
 from caseforge.llm.types import Completion  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
@@ -56,7 +56,7 @@ def test_shards_round_trip_into_the_cache(db_path, tmp_path):
     sent = [r.key for f in files for r in read_request_shard(f)]
     assert sorted(sent) == sorted(f"n{i}" for i in range(3, 20))
     for f in files:
-        parquet_path, result = run_shard("echo", EchoBackendDouble(bad={7}), f, Number, max_attempts=2)
+        parquet_path, result = run_shard("echo", EchoBackendDouble(bad={7}), f, max_attempts=2)
         assert pq.read_table(parquet_path).num_rows == len(read_request_shard(f))
     outcome = merge_shards(con, shard_dir)
     assert (outcome.files, outcome.rows) == (len(files), 17)
@@ -73,7 +73,7 @@ def test_a_failed_shard_answer_never_replaces_an_ok_one(db_path, tmp_path):
     con = connect(db_path)
     shard_dir = tmp_path / "shards"
     [request_file] = write_request_shards(con, requests_for([5]), "double-model", Number, 1, shard_dir)
-    run_shard("echo", EchoBackendDouble(bad={5}), request_file, Number, max_attempts=1)
+    run_shard("echo", EchoBackendDouble(bad={5}), request_file, max_attempts=1)
     run_job(con, "echo", EchoBackendDouble(), requests_for([5]), Number)   # answered meanwhile, ok
     merge_shards(con, shard_dir)
     assert con.execute("SELECT status FROM ops.llm_calls").fetchall() == [("ok",)]
@@ -91,18 +91,26 @@ def test_a_killed_shard_resumes_from_its_own_work_file(tmp_path):
             return super().complete_batch(requests)
 
     with pytest.raises(KeyboardInterrupt):
-        run_shard("echo", DiesOnSecondBatchDouble(), request_file, Number)
+        run_shard("echo", DiesOnSecondBatchDouble(), request_file)
     assert not (shard_dir / "shard-000.parquet").exists()
     resumed = EchoBackendDouble()
-    run_shard("echo", resumed, request_file, Number)
+    run_shard("echo", resumed, request_file)
     assert len(resumed.asked) == 6
     assert pq.read_table(shard_dir / "shard-000.parquet").num_rows == 10
 
 
-def test_output_model_by_name():
-    assert import_output_model("caseforge.llm.types:SamplingParams").__name__ == "SamplingParams"
-    with pytest.raises(ValueError, match="not a pydantic model"):
-        import_output_model("caseforge.llm.types:Completion")
+def test_a_worker_checks_answers_against_the_schema_the_requests_carry(tmp_path):
+    from caseforge.llm.shards import shard_output_model
+
+    model = shard_output_model([r.model_copy(update={"json_schema": Number.model_json_schema()})
+                                for r in requests_for([1, 2])])
+    assert model.model_validate({"value": 3}).root == {"value": 3}
+    with pytest.raises(ValueError, match="value: 'x' is not of type 'integer'"):
+        model.model_validate({"value": "x"})
+    with pytest.raises(ValueError, match="'value' is a required property"):
+        model.model_validate({})
+    with pytest.raises(ValueError, match="one step"):
+        shard_output_model(requests_for([1]))
 
 
 class Echoed(BaseModel):
@@ -119,7 +127,7 @@ def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, t
     con = connect(db_path)
     files = write_request_shards(con, requests_for(range(6)), "double-model", Echoed, 2, tmp_path / "shards")
     for f in files:
-        counts = answer_shard.fn("echo", str(f), "tests.unit.test_llm_shards:Echoed", "replay", "double-model",
+        counts = answer_shard.fn("echo", str(f), "replay", "double-model",
                                  {"replay_file": str(tmp_path / "replay.jsonl")}, 1)
         assert counts["llm_failed"] == 0 and Path(counts["parquet"]).exists()
     assert merge_shards(con, tmp_path / "shards").rows == 6

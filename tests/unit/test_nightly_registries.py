@@ -5,11 +5,48 @@ import threading
 
 import pytest
 
-from caseforge import nightly
-from caseforge.commands.operations import status_data
+from dataclasses import dataclass
+from typing import Callable
+
+from caseforge.cli.status import status_data
 from caseforge.config import settings as load_settings
+from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
+from caseforge.flows import nightly, registry
 from caseforge.runs import StageReport
 from caseforge.warehouse import connect
+
+
+@dataclass(frozen=True)
+class SourceDouble(registry.Source):
+    """Test double of a registry source: `refresh(settings, **kwargs)` instead of a Prefect flow."""
+    refresh: Callable = None
+
+    def run(self, settings, **kwargs):
+        return self.refresh(settings, **kwargs)
+
+
+@dataclass(frozen=True)
+class BuilderEntryDouble(registry.Builder):
+    builder: Callable = None
+
+    def run(self, settings, **kwargs):
+        return self.builder(settings, **kwargs)
+
+
+@dataclass(frozen=True)
+class ReleaseDouble(registry.Release):
+    writer: Callable = None
+
+    def write(self, con, folder):
+        return self.writer(con, folder)
+
+
+def source(name, refresh, samples=None):
+    return SourceDouble(name, f"{name} (double)", None, archive_source=name, samples=samples, refresh=refresh)
+
+
+def builder_entry(name, inputs, run):
+    return BuilderEntryDouble(name, f"{name} (double)", None, inputs=inputs, nightly=True, builder=run)
 
 
 def make_source_double(table, rows, barrier=None):
@@ -63,28 +100,29 @@ class BuilderDouble:
 
 
 @pytest.fixture
-def registries(monkeypatch):
+def registries():
     barrier = threading.Barrier(2)
     alpha_rows = [[1, "a"], [2, "b"]]
-    monkeypatch.setattr(nightly, "SOURCES", {
-        "alpha": nightly.SourceSpec(make_source_double("alpha", alpha_rows, barrier), "alpha"),
-        "beta": nightly.SourceSpec(make_source_double("beta", [[7, "x"]], barrier), "beta"),
-    })
+    sources = {"alpha": source("alpha", make_source_double("alpha", alpha_rows, barrier)),
+               "beta": source("beta", make_source_double("beta", [[7, "x"]], barrier))}
     builder = BuilderDouble("alpha")
-    monkeypatch.setattr(nightly, "BUILDERS", {
-        "counter": nightly.BuilderSpec(("curated.alpha",), builder),
-        "needs_missing": nightly.BuilderSpec(("curated.not_built_yet",), BuilderDouble("alpha")),
-    })
+    builders = {"counter": builder_entry("counter", ("curated.alpha",), builder),
+                "needs_missing": builder_entry("needs_missing", ("curated.not_built_yet",), BuilderDouble("alpha"))}
     written = []
 
-    def export_double(con, out_dir):
-        written.append(out_dir)
-        (out_dir / "alpha").mkdir(parents=True, exist_ok=True)
+    def export_double(con, folder):
+        written.append(folder)
+        folder.mkdir(parents=True, exist_ok=True)
         return None
 
-    monkeypatch.setattr(nightly, "EXPORTS", {"alpha": nightly.ExportSpec(("curated.alpha",), export_double)})
-    monkeypatch.setattr(nightly, "PLOTS", {})
-    return {"builder": builder, "written": written, "alpha_rows": alpha_rows}
+    releases = {"alpha": ReleaseDouble("alpha", "alpha (double)", None, inputs=("curated.alpha",),
+                                       writer=export_double)}
+    return {"builder": builder, "written": written, "alpha_rows": alpha_rows,
+            "kwargs": {"sources": sources, "builders": builders, "releases": releases, "plots": {}}}
+
+
+def run_nightly(settings, registries, options=None):
+    return nightly.run_nightly(settings, options, **registries["kwargs"])
 
 
 def by_name(result):
@@ -93,7 +131,7 @@ def by_name(result):
 
 def test_sources_in_parallel_then_builder_and_export_only_when_inputs_change(registries, tmp_path):
     settings = load_settings(tmp_path / "cf.duckdb")
-    first = nightly.run_nightly(settings)
+    first = run_nightly(settings, registries)
     stages = by_name(first)
     assert first.ok, first.failures()
     assert stages[("source", "alpha")].counts["new"] == 2
@@ -105,7 +143,7 @@ def test_sources_in_parallel_then_builder_and_export_only_when_inputs_change(reg
     assert stages[("export", "alpha")].status == "succeeded"
     assert registries["builder"].calls == 1 and len(registries["written"]) == 1
 
-    second = nightly.run_nightly(settings)
+    second = run_nightly(settings, registries)
     stages = by_name(second)
     assert stages[("source", "alpha")].counts["new_payloads"] == 0
     assert stages[("builder", "counter")].status == "skipped"
@@ -114,7 +152,7 @@ def test_sources_in_parallel_then_builder_and_export_only_when_inputs_change(reg
     assert registries["builder"].calls == 1 and len(registries["written"]) == 1
 
     registries["alpha_rows"][1][1] = "changed label"  # upstream changed one row
-    third = nightly.run_nightly(settings)
+    third = run_nightly(settings, registries)
     assert by_name(third)[("builder", "counter")].status == "succeeded"
     assert registries["builder"].calls == 2 and len(registries["written"]) == 2
 
@@ -123,10 +161,10 @@ def test_sources_in_parallel_then_builder_and_export_only_when_inputs_change(reg
     assert "| source | alpha | succeeded |" in (third.run_dir / "summary.md").read_text()
 
 
-def test_one_failing_source_does_not_stop_the_others_and_the_run_fails(registries, tmp_path, monkeypatch):
-    monkeypatch.setitem(nightly.SOURCES, "broken", nightly.SourceSpec(failing_source, "broken"))
+def test_one_failing_source_does_not_stop_the_others_and_the_run_fails(registries, tmp_path):
+    registries["kwargs"]["sources"]["broken"] = source("broken", failing_source)
     settings = load_settings(tmp_path / "cf.duckdb")
-    result = nightly.run_nightly(settings)
+    result = run_nightly(settings, registries)
     stages = by_name(result)
     assert not result.ok
     assert result.failures() == ["source broken: ConnectionError: upstream said 503 five times"]
@@ -150,34 +188,34 @@ def test_fingerprint_sees_content_not_order(tmp_path):
     con = connect(tmp_path / "cf.duckdb")
     con.execute("CREATE TABLE curated.t (id INTEGER, label VARCHAR)")
     con.execute("INSERT INTO curated.t VALUES (1, 'a'), (2, 'b')")
-    first, _ = nightly.inputs_fingerprint(con, ("curated.t",))
+    first, _ = inputs_fingerprint(con, ("curated.t",))
     con.execute("DELETE FROM curated.t")
     con.execute("INSERT INTO curated.t VALUES (2, 'b'), (1, 'a')")
-    assert nightly.inputs_fingerprint(con, ("curated.t",))[0] == first
+    assert inputs_fingerprint(con, ("curated.t",))[0] == first
     con.execute("UPDATE curated.t SET label = 'c' WHERE id = 2")
-    assert nightly.inputs_fingerprint(con, ("curated.t",))[0] != first
+    assert inputs_fingerprint(con, ("curated.t",))[0] != first
     with pytest.raises(ValueError, match="schema.table"):
-        nightly.table_fingerprint(con, "curated.t; DROP TABLE x")
+        table_fingerprint(con, "curated.t; DROP TABLE x")
 
 
-def test_unknown_source_is_a_clear_error(tmp_path):
+def test_unknown_source_is_a_clear_error(registries, tmp_path):
     with pytest.raises(ValueError, match="unknown source"):
-        nightly.run_nightly(load_settings(tmp_path / "cf.duckdb"), nightly.NightlyOptions(sources=["nope"]))
+        run_nightly(load_settings(tmp_path / "cf.duckdb"), registries, nightly.NightlyOptions(sources=["nope"]))
 
 
 def test_from_samples_skips_sources_without_a_mapping(registries, tmp_path):
-    result = nightly.run_nightly(load_settings(tmp_path / "cf.duckdb"),
-                                 nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
+    result = run_nightly(load_settings(tmp_path / "cf.duckdb"), registries,
+                         nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
     assert {o.name: o.note for o in result.outcomes if o.stage == "source"} == {
-        "alpha": "no samples for it (SAMPLE_INPUTS, or its folder is absent)",
-        "beta": "no samples for it (SAMPLE_INPUTS, or its folder is absent)"}
+        "alpha": "no samples for it (registry samples, or its folder is absent)",
+        "beta": "no samples for it (registry samples, or its folder is absent)"}
 
 
 def test_status_command_table_and_json(registries, tmp_path, capsys):
     from caseforge.cli import main
 
     db = tmp_path / "cf.duckdb"
-    result = nightly.run_nightly(load_settings(db))
+    result = run_nightly(load_settings(db), registries)
     capsys.readouterr()
     assert main(["status", "--db", str(db), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -199,7 +237,8 @@ def test_status_without_a_warehouse_is_a_clear_error(tmp_path, capsys):
 def test_a_source_whose_sample_folder_is_absent_is_skipped(tmp_path):
     (tmp_path / "oyez" / "cases").mkdir(parents=True)
     (tmp_path / "oyez" / "legacy_justice_table.csv").write_text("ID,name,facts,disposition\n")
-    assert nightly.source_kwargs("oyez", True, tmp_path) == {
+    oyez, hudoc = registry.SOURCES["oyez"], registry.SOURCES["hudoc"]
+    assert nightly.source_kwargs(oyez, True, tmp_path) == {
         "from_dir": str(tmp_path / "oyez" / "cases"), "legacy_table": str(tmp_path / "oyez" / "legacy_justice_table.csv")}
-    assert nightly.source_kwargs("hudoc", True, tmp_path) is None
-    assert nightly.source_kwargs("hudoc", False, tmp_path) == {}
+    assert nightly.source_kwargs(hudoc, True, tmp_path) is None
+    assert nightly.source_kwargs(hudoc, False, tmp_path) == {}

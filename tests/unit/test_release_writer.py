@@ -36,30 +36,34 @@ def tree_bytes(root):
 
 
 def test_writing_twice_gives_identical_bytes_whatever_the_row_order(tmp_path):
-    first = write_release(tmp_path / "a", "toy", {"cases": cases_frame()}, CARD, source_payloads=payloads_frame())
+    first = write_release(tmp_path / "a" / "toy", "toy", {"cases": cases_frame()}, CARD,
+                          source_payloads=payloads_frame())
     shuffled = cases_frame().iloc[[2, 0, 1]]
-    second = write_release(tmp_path / "b", "toy", {"cases": shuffled}, CARD, source_payloads=payloads_frame()[::-1])
+    second = write_release(tmp_path / "b" / "toy", "toy", {"cases": shuffled}, CARD,
+                           source_payloads=payloads_frame()[::-1])
     assert tree_bytes(first.path) == tree_bytes(second.path)
     assert first.manifest_sha256 == second.manifest_sha256
     # rewriting in place replaces the old release and keeps the same bytes
     before = tree_bytes(first.path)
-    again = write_release(tmp_path / "a", "toy", {"cases": cases_frame()}, CARD, source_payloads=payloads_frame())
+    again = write_release(tmp_path / "a" / "toy", "toy", {"cases": cases_frame()}, CARD,
+                          source_payloads=payloads_frame())
     assert tree_bytes(again.path) == before
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["toy"]  # no temp folders left behind
 
 
 def test_a_changed_row_changes_the_data_files_and_the_manifest(tmp_path):
-    base = write_release(tmp_path / "a", "toy", {"cases": cases_frame()}, CARD)
+    base = write_release(tmp_path / "a" / "toy", "toy", {"cases": cases_frame()}, CARD)
     changed = cases_frame()
     changed.loc[0, "name"] = "C v. E"
-    other = write_release(tmp_path / "b", "toy", {"cases": changed}, CARD)
+    other = write_release(tmp_path / "b" / "toy", "toy", {"cases": changed}, CARD)
     assert base.files["data/cases.parquet"] != other.files["data/cases.parquet"]
     assert base.files["data/cases.jsonl"] != other.files["data/cases.jsonl"]
     assert base.manifest_sha256 != other.manifest_sha256
 
 
 def test_contents_card_and_manifest(tmp_path):
-    release = write_release(tmp_path, "toy", {"cases": cases_frame()}, CARD, source_payloads=payloads_frame())
+    release = write_release(tmp_path / "toy", "toy", {"cases": cases_frame()}, CARD, source_payloads=payloads_frame())
+    assert release.path == (tmp_path / "toy").resolve()    # the folder given, not a subfolder of it
     rows = [json.loads(line) for line in (release.path / "data/cases.jsonl").read_text().splitlines()]
     assert [r["case_id"] for r in rows] == [1, 2, 3]
     assert rows[0] == {"case_id": 1, "name": "Roe v. Wade", "decided_date": "1973-01-22", "votes": None,

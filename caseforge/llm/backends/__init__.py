@@ -1,17 +1,34 @@
 """Backends behind one interface. Heavy ones (vllm, llama.cpp) are imported only when chosen."""
 from __future__ import annotations
 
-import importlib
-from typing import Protocol
+from typing import Callable, Protocol
 
 from caseforge.llm.types import Completion, LLMRequest
 
-# backend name -> "module:factory"; each factory takes (model, **options)
-REGISTRY = {
-    "replay": "caseforge.llm.backends.replay:ReplayBackend",
-    "openai": "caseforge.llm.backends.openai_compat:OpenAIBackend",
-    "llamacpp": "caseforge.llm.backends.llamacpp:LlamaCppBackend",
-    "vllm": "caseforge.llm.backends.vllm_offline:VLLMBackend",
+
+def _replay(model: str, **options):
+    from caseforge.llm.backends.replay import ReplayBackend
+    return ReplayBackend(model, **options)
+
+
+def _openai(model: str, **options):
+    from caseforge.llm.backends.openai_compat import OpenAIBackend
+    return OpenAIBackend(model, **options)
+
+
+def _llamacpp(model: str, **options):
+    from caseforge.llm.backends.llamacpp import LlamaCppBackend
+    return LlamaCppBackend(model, **options)
+
+
+def _vllm(model: str, **options):
+    from caseforge.llm.backends.vllm_offline import VLLMBackend
+    return VLLMBackend(model, **options)
+
+
+# backend name -> factory(model, **options); the factory imports its module when the backend is chosen
+REGISTRY: dict[str, Callable[..., "Backend"]] = {
+    "replay": _replay, "openai": _openai, "llamacpp": _llamacpp, "vllm": _vllm,
 }
 
 
@@ -32,9 +49,7 @@ class Backend(Protocol):
 def get_backend(name: str, model: str, **options) -> Backend:
     if name not in REGISTRY:
         raise ValueError(f"unknown LLM backend {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
-    module_name, factory = REGISTRY[name].split(":")
     try:
-        module = importlib.import_module(module_name)
+        return REGISTRY[name](model, **options)
     except ModuleNotFoundError as exc:
         raise RuntimeError(f"LLM backend {name!r} is not available: {exc}") from exc
-    return getattr(module, factory)(model, **options)

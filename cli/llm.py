@@ -1,0 +1,117 @@
+"""`caseforge llm models|ping|stats|export-replay`: look at and try the LLM layer."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from caseforge.cli.common import CommandFailed, add_db_option, print_rows
+from caseforge.config import settings as load_settings
+from caseforge.llm.backends import REGISTRY
+from caseforge.llm.config import backend_for, llm_choice, load_config_file
+from caseforge.llm.types import LLMRequest, SamplingParams
+
+# what each backend needs installed, for `llm models`
+_NEEDS = {"replay": None, "openai": "httpx", "llamacpp": "llama_cpp", "vllm": "vllm"}
+
+
+def _add_choice_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", dest="backend", choices=sorted(REGISTRY), help="backend (default: configured)")
+    parser.add_argument("--model", help="model name (default: configured)")
+    parser.add_argument("--step", help="use this step's configured choice, e.g. casefacts/validate")
+    parser.add_argument("--replay-file", help="JSONL replay file (replay backend)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai backend), e.g. http://127.0.0.1:8000/v1")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("llm", help="the LLM layer: configured models, endpoint check, cache statistics")
+    commands = group.add_subparsers(dest="llm_command", required=True)
+
+    models = commands.add_parser("models", help="which backend and model each step uses")
+    _add_choice_options(models)
+    models.set_defaults(handler=run_models)
+
+    ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
+    _add_choice_options(ping)
+    ping.add_argument("--timeout-s", type=float, default=30.0)
+    ping.set_defaults(handler=run_ping)
+
+    stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
+    stats.add_argument("--step", help="one step only")
+    stats.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_db_option(stats)
+    stats.set_defaults(handler=run_stats)
+
+    export = commands.add_parser("export-replay", help="write cached answers as a replay file (JSONL)")
+    export.add_argument("--out", required=True, help="replay file to write")
+    export.add_argument("--step", help="one step only")
+    add_db_option(export)
+    export.set_defaults(handler=run_export_replay)
+
+
+def _choice(args):
+    return llm_choice(step=args.step, backend=args.backend, model=args.model, replay_file=args.replay_file,
+                      base_url=getattr(args, "base_url", None))
+
+
+def run_models(args: argparse.Namespace) -> int:
+    rows = []
+    steps = [args.step] if args.step else [None] + sorted((load_config_file().get("steps") or {}))
+    for step in steps:
+        choice = _choice(argparse.Namespace(**{**vars(args), "step": step}))
+        options = ", ".join(f"{k}={v}" for k, v in sorted(choice.options.items()))
+        rows.append((step or "(default)", choice.backend, choice.model, choice.family, options))
+    print_rows(["step", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
+    installed = [(name, "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)")
+                 for name, needs in sorted(_NEEDS.items())]
+    print_rows(["backend", "installed"], installed, "table", out=sys.stdout)
+    return 0
+
+
+def run_ping(args: argparse.Namespace) -> int:
+    choice = _choice(args)
+    if choice.backend == "openai":
+        choice.options.setdefault("timeout_s", args.timeout_s)
+        choice.options.setdefault("max_retries", 1)
+    backend = backend_for(choice)
+    probe = LLMRequest(key="ping", messages=[{"role": "user", "content": "Reply with the single word: ready"}],
+                       params=SamplingParams(max_tokens=8), template_id="ping", template_sha="-")
+    try:
+        [completion] = backend.complete_batch([probe])
+    except Exception as exc:   # the point of ping is to say why it is not answering
+        raise CommandFailed([f"{choice.describe()} did not answer: {type(exc).__name__}: {exc}"]) from exc
+    if completion.error:
+        raise CommandFailed([f"{choice.describe()} did not answer: {completion.error}"])
+    latency = f"{completion.latency_s * 1000:.0f} ms" if completion.latency_s is not None else "?"
+    print(f"{choice.describe()} answered in {latency}: {(completion.text or '').strip()[:80]!r}")
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from caseforge.warehouse import connect, sql_text
+    settings = load_settings(args.db)
+    con = connect(settings.db_path, read_only=True)
+    try:
+        cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
+        columns = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+    finally:
+        con.close()
+    print_rows(columns, rows, args.format, out=sys.stdout)
+    return 0
+
+
+def run_export_replay(args: argparse.Namespace) -> int:
+    from caseforge.llm.backends.replay import export_replay
+    from caseforge.warehouse import connect
+    settings = load_settings(args.db)
+    con = connect(settings.db_path, read_only=True)
+    try:
+        written = export_replay(con, Path(args.out), step=args.step)
+    finally:
+        con.close()
+    print(f"wrote {written} replay record(s) to {args.out}")
+    if written == 0:
+        raise CommandFailed([f"no cached answers{' for step ' + args.step if args.step else ''} to export"])
+    return 0

@@ -1,0 +1,43 @@
+"""`caseforge run nightly`: the full refresh (every source, changed builders, releases) as one Prefect flow."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from caseforge.cli.common import CommandFailed, add_db_option
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("run", help="run an operations flow (nightly)")
+    flows = parser.add_subparsers(dest="flow", required=True, metavar="FLOW")
+    nightly = flows.add_parser("nightly", help="every source, then the builders and releases whose inputs changed")
+    nightly.add_argument("--from-samples", action="store_true",
+                         help="replay every source from its folder under CASEFORGE_SAMPLES instead of the network")
+    nightly.add_argument("--samples", help="samples folder (default: $CASEFORGE_SAMPLES or ../shared/samples)")
+    nightly.add_argument("--release-dir", help="where releases are written (default: next to the DB, releases/)")
+    nightly.add_argument("--sources", help="comma-separated subset of the sources (default: all)")
+    nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
+    add_db_option(nightly)
+    nightly.set_defaults(handler=run_nightly_command)
+
+
+def run_nightly_command(args: argparse.Namespace) -> int:
+    from caseforge.flows.common import FlowCrashed, report_of
+    from caseforge.flows.nightly import nightly_refresh
+
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
+                            release_dir=args.release_dir, sources=sources, force=args.force, return_state=True)
+    sys.stdout.flush()
+    try:
+        data = report_of(state)
+    except FlowCrashed as exc:
+        raise CommandFailed([f"nightly flow crashed: {exc}"]) from exc
+    for row in data["stages"]:
+        print(f"{row['stage']:8} {row['name']:14} {row['status']:11} fetched={row['fetched']} "
+              f"new_payloads={row['new_payloads']} new={row['new']} changed={row['changed']} "
+              f"quarantined={row['quarantined']} llm_calls={row['llm_calls']} {row['note']}")
+    print(f"summary: {data['run_dir']}/summary.md")
+    if state.is_completed():
+        return 0
+    raise CommandFailed(data["failures"] or [state.message or "nightly failed"])

@@ -1,0 +1,78 @@
+"""`caseforge status` (what the last runs did) and `caseforge quality` (the latest gate results)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from caseforge.cli.common import add_db_option, jsonable, print_rows
+from caseforge.config import settings as load_settings
+from caseforge.warehouse import open_for_query, open_warehouse, run_sql, sql_text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    status = sub.add_parser("status", help="what the last runs did (ops.runs), with the stages of the last nightly")
+    status.add_argument("--limit", type=int, default=10)
+    status.add_argument("--format", choices=["table", "json"], default="table")
+    add_db_option(status)
+    status.set_defaults(handler=run_status)
+
+    quality = sub.add_parser("quality", help="the latest quality-gate result per table")
+    quality.add_argument("table", nargs="?", help="one table (e.g. scotus_cases)")
+    quality.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_db_option(quality)
+    quality.set_defaults(handler=run_quality)
+
+
+def _rows(cursor) -> list[dict]:
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def status_data(con, limit: int) -> dict:
+    runs = _rows(run_sql(con, "ops/recent_runs.sql", [limit]))
+    for run in runs:
+        run["counts"] = json.loads(run["counts"]) if run["counts"] else {}
+    last_nightly = next((r for r in runs if r["kind"] == "nightly"), None)
+    stages = []
+    if last_nightly:
+        stages = _rows(run_sql(con, "ops/nightly_stages.sql", [last_nightly["run_id"]]))
+        for stage in stages:
+            stage["counts"] = json.loads(stage["counts"]) if stage["counts"] else {}
+    return {"runs": runs, "last_nightly_stages": stages}
+
+
+def run_status(args: argparse.Namespace) -> int:
+    settings = load_settings(args.db)
+    with open_warehouse(settings.db_path, read_only=True) as con:
+        data = status_data(con, args.limit)
+    if args.format == "json":
+        json.dump(data, sys.stdout, default=jsonable, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    if not data["runs"]:
+        print("no runs recorded yet")
+        return 0
+    columns = ["run_id", "kind", "target", "status", "started_at", "duration_s", "stages_failed", "counts", "message"]
+    print_rows(columns, [[r[c] if c != "counts" else ", ".join(f"{k}={v}" for k, v in sorted(r["counts"].items()))
+                          for c in columns] for r in data["runs"]], "table")
+    if data["last_nightly_stages"]:
+        print("\nlast nightly, per stage:")
+        columns = ["stage", "name", "status", "duration_s", "counts", "message"]
+        print_rows(columns, [[s[c] if c != "counts" else ", ".join(f"{k}={v}" for k, v in sorted(s["counts"].items()))
+                              for c in columns] for s in data["last_nightly_stages"]], "table")
+    return 0
+
+
+def run_quality(args: argparse.Namespace) -> int:
+    settings = load_settings(args.db)
+    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
+    try:
+        cursor = con.execute(sql_text("ops/latest_quality.sql"), [args.table, args.table])
+        columns = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+    finally:
+        con.close()
+    print_rows(columns, rows, args.format)
+    failing = [r for r in rows if not r[columns.index("success")]]
+    return 1 if failing else 0

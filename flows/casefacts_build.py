@@ -1,0 +1,33 @@
+"""Prefect flow: build the CaseFacts dataset from curated.scotus_cases, one task per stage."""
+from __future__ import annotations
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from caseforge.artifacts import publish_report
+from caseforge.config import settings as load_settings
+from caseforge.flows.common import final_state
+from caseforge.tasks.casefacts.build import build, make_config
+
+_TASKS: dict[str, object] = {}
+
+
+def as_task(name, fn):
+    """Each pipeline stage as its own Prefect task (made once per stage)."""
+    if name not in _TASKS:
+        _TASKS[name] = task(name=f"casefacts-{name}", cache_policy=NO_CACHE)(fn)
+    return _TASKS[name]
+
+
+@flow(name="casefacts-build", log_prints=True)
+def casefacts_build(db: str | None = None, llm: str = "replay", model: str | None = None,
+                    validator_model: str | None = None, replay_file: str | None = None, limit: int | None = None,
+                    seed: int = 13, embedder: str = "sentence-transformers", embedder_path: str | None = None,
+                    min_positives: int = 5, allow_same_family: bool = False):
+    """Claims → factuality → same-case → embeddings → calibrated windows → cross-case → overrulings
+    (temporal rule) → overlap merges → negations → splits, each stage gated into its own table."""
+    config = make_config(model, validator_model, limit, seed, embedder, embedder_path, min_positives,
+                         allow_same_family)
+    report = build(load_settings(db), config, llm, replay_file, stage=as_task)
+    publish_report(report, "casefacts-build", "CaseFacts build")
+    return final_state(report)

@@ -1,0 +1,97 @@
+"""The nightly's summary: a Markdown page (counts per stage, quality, plots), its run folder, and the
+artifacts the UI shows. PLOTS: name → function(con) → (title, png bytes) or None."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable
+
+import duckdb
+
+from caseforge.artifacts import publish_markdown, publish_table
+from caseforge.plots import bar_chart, data_uri
+from caseforge.release import md_table
+from caseforge.warehouse import run_sql, table_exists
+
+log = logging.getLogger(__name__)
+
+SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
+                   "llm_calls", "cache_hits", "duration_s", "note"]
+QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected"]
+
+
+def quality_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    cursor = run_sql(con, "ops/latest_quality.sql", [None, None])
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def summary_table(result) -> list[dict]:
+    return [o.summary_row() for o in result.outcomes]
+
+
+def quality_markdown(quality: list[dict]) -> str:
+    if not quality:
+        return "_No quality-gate results yet._"
+    return md_table(QUALITY_COLUMNS, [[q.get(c) for c in QUALITY_COLUMNS] for q in quality])
+
+
+def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None) -> str:
+    """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md)."""
+    verdict = "all stages ok" if result.ok else f"{len(result.failures())} problem(s)"
+    parts = [f"# Nightly run {result.run_id}: {verdict}", "",
+             md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
+    if result.failures():
+        parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
+    parts += ["## Quality gate (latest result per table)", "", quality_markdown(quality), ""]
+    if result.plots:
+        parts += ["## Plots", ""]
+        for name, (title, path) in sorted(result.plots.items()):
+            link = (image_links or {}).get(name, path.name)
+            parts += [f"### {title}", "", f"![{title}]({link})", ""]
+    return "\n".join(parts)
+
+
+def publish_artifacts(result, quality: list[dict]) -> None:
+    """The run's artifacts: summary table, quality, plots."""
+    verdict = "ok" if result.ok else "FAILED: " + "; ".join(result.failures()[:5])
+    publish_table("nightly-summary", summary_table(result), f"Nightly run {result.run_id}: {verdict}")
+    publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
+                     "latest ops.quality_results per table")
+    if result.plots:
+        links = {name: data_uri(path.read_bytes()) for name, (_, path) in result.plots.items()}
+        body = "\n\n".join(f"### {title}\n\n![{title}]({links[name]})\n\nfile: `{path}`"
+                           for name, (title, path) in sorted(result.plots.items()))
+        publish_markdown("nightly-plots", body, "plots of this run")
+
+
+def plot_scotus_decades(con: duckdb.DuckDBPyConnection):
+    if not table_exists(con, "curated.scotus_cases"):
+        return None
+    rows = run_sql(con, "ops/decade_counts.sql").fetchall()
+    if not rows:
+        return None
+    return "U.S. Supreme Court cases per decade of decision", bar_chart(dict(rows), "cases per decade", "decade")
+
+
+PLOTS: dict[str, Callable[[duckdb.DuckDBPyConnection], tuple[str, bytes] | None]] = {
+    "scotus_decades": plot_scotus_decades,
+}
+
+
+def write_run_dir(con, result, plots: dict) -> None:
+    """summary.json, summary.md and the plots' PNG files in the run's folder."""
+    result.run_dir.mkdir(parents=True, exist_ok=True)
+    for name, plot in sorted(plots.items()):
+        try:
+            made = plot(con)
+        except Exception as exc:  # a plot is never worth failing the night for; say so in the summary
+            log.warning("plot %s failed: %s", name, exc)
+            continue
+        if made:
+            title, png = made
+            path = result.run_dir / f"{name}.png"
+            path.write_bytes(png)
+            result.plots[name] = (title, path)
+    (result.run_dir / "summary.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
+    (result.run_dir / "summary.md").write_text(summary_markdown(result, quality_rows(con)))

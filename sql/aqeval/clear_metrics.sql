@@ -1,1 +1,0 @@
-DELETE FROM eval.aquaechr_metrics WHERE run_id = $run_id;

@@ -1,1 +1,0 @@
-DELETE FROM eval.aquaechr_outputs WHERE run_id = $run_id;

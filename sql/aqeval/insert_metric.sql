@@ -1,1 +1,0 @@
-INSERT INTO eval.aquaechr_metrics (run_id, metric, value, note) VALUES ($run_id, $metric, $value, $note);

@@ -1,1 +1,0 @@
-INSERT INTO eval.metrics (eval_run_id, metric, value) VALUES (?, ?, ?);

@@ -1,1 +1,0 @@
-SELECT metric, value FROM eval.metrics WHERE eval_run_id = $eval_run_id ORDER BY metric;

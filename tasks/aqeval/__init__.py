@@ -1,1 +1,0 @@
-"""AQuAECHR attributed question answering: systems, citation parsing and metrics."""

@@ -1,0 +1,170 @@
+"""One AQuAECHR evaluation run as plain steps (items → a system's answers → scores in the evaluation
+store, a report and a CSV), and the quality judge's agreement with expert scores. The flows make the
+steps tasks."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from caseforge import evalstore
+from caseforge.artifacts import publish_markdown
+from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.evalstore import ItemResult
+from caseforge.families import check_families
+from caseforge.llm import get_backend
+from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
+from caseforge.tasks.aquaechr.eval import judge_agreement, store
+from caseforge.tasks.aquaechr.eval.items import build_passages, db_paragraphs, load_annotation_file, load_db_items
+from caseforge.tasks.aquaechr.eval.metrics import TokenEmbedder
+from caseforge.tasks.aquaechr.eval.nli import make_nli
+from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, default_bertscore_model
+from caseforge.tasks.aquaechr.eval.pipeline import evaluate as evaluate_items
+from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS
+
+log = logging.getLogger(__name__)
+DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "aquaechr"
+
+
+@dataclass(frozen=True)
+class Options:
+    system: str
+    llm: str
+    model: str
+    replay_file: str | None = None
+    items_file: str | None = None
+    names_file: str | None = None
+    nli: str = "llm"
+    nli_model: str | None = None
+    k: int = 5
+    retriever: str = "bm25"
+    max_rounds: int = 2
+    limit: int | None = None
+    bertscore_model: str | None = None
+    no_bertscore: bool = False
+    index_dir: str | None = None
+    dense_model: str | None = None
+    out_dir: str | None = None
+
+
+def _backend(llm: str, model: str, replay_file: str | None):
+    return get_backend(llm, model, **({"replay_file": replay_file} if replay_file else {}))
+
+
+def load_items_step(session: RunSession, options: Options):
+    if options.items_file:
+        items_file = Path(options.items_file)
+        if not items_file.is_file():
+            raise FileNotFoundError(f"items file not found: {items_file}")
+        names = Path(options.names_file) if options.names_file else items_file.with_name("caseid_to_name.json")
+        items, problems = load_annotation_file(items_file, names)
+        dataset = items_file.name
+    else:
+        items, problems = load_db_items(session.con)
+        dataset = "curated.aquaechr_qa"
+    passages = build_passages(items, db_paragraphs(session.con))
+    session.report.add("items", len(items))
+    session.report.add("items_rejected", len(problems))
+    session.report.add("passages", len(passages.passages))
+    return items, problems, passages, dataset
+
+
+def evaluate_step(session: RunSession, config: RunConfig, items, passages, backend, nli, embed, problems):
+    return evaluate_items(session.con, config, items, passages, backend, nli, embed, problems)
+
+
+@dataclass(frozen=True)
+class Steps:
+    load_items: Callable = load_items_step
+    evaluate: Callable = evaluate_step
+
+
+def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -> StageReport:
+    """Run `options.system` with `options.model` on the items and score it; the report's results carry
+    the evaluation run id and the report file."""
+    steps = steps or Steps()
+    if options.llm == "replay" and not options.replay_file:
+        raise ValueError("--llm replay needs --replay-file")
+    backend = _backend(options.llm, options.model, options.replay_file)
+    embed, bert_label, bert_reason = None, None, "disabled by --no-bertscore"
+    if not options.no_bertscore:
+        path, bert_reason = (options.bertscore_model, None) if options.bertscore_model else default_bertscore_model()
+        if path:
+            embed = TokenEmbedder(path)
+            bert_label = embed.label
+    with run_session(settings, "eval", f"aquaechr:{options.system}") as session:
+        items, problems, passages, dataset = steps.load_items(session, options)
+        if not items:
+            session.report.fail(f"no items to evaluate in {dataset}")
+            return session.report
+        judge_backend = backend
+        if options.nli == "llm" and options.nli_model and options.nli_model != options.model:
+            judge_backend = _backend(options.llm, options.nli_model, options.replay_file)
+        judge = make_nli(options.nli, session.con, judge_backend)
+        if options.nli == "llm" and check_families(options.model, judge_backend.model, allow_same=True,
+                                                   roles=("answering model", "NLI judge")):
+            session.report.add("nli_judge_family_warning")
+        config = RunConfig(system=options.system, llm=options.llm, model=options.model, nli=judge.name,
+                           dataset=dataset, k=options.k, retriever=options.retriever, max_rounds=options.max_rounds,
+                           limit=options.limit, bertscore_model=bert_label, bertscore_skip_reason=bert_reason,
+                           index_dir=options.index_dir, dense_model=options.dense_model)
+        result = steps.evaluate(session, config, items, passages, backend, judge, embed, problems)
+        session.report.results["eval_run_id"] = result.run_id
+        for line in result.problems:
+            session.report.fail(line)
+        for line in result.warnings:
+            log.warning(line)
+        session.report.add("warnings", len(result.warnings))
+        session.report.add("scored", int(result.metrics["n"]))
+        md, csv_path = store.write_report(session.con, Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR)
+        session.report.results["report"] = str(md)
+        publish_markdown("aquaechr-report", md.read_text(encoding="utf-8"),
+                         f"AQuAECHR metrics (latest run per configuration); CSV: {csv_path}")
+        log.info("aquaechr %s: corpus = %s; report %s, csv %s", options.system, passages.description, md, csv_path)
+    return session.report
+
+
+JUDGE_TASK = "aquaechr-judge"
+
+
+def judge_agreement_step(session: RunSession, judge_backend, gold, low_quality_at: int):
+    return judge_agreement.evaluate(session.con, judge_backend, gold, low_quality_at)
+
+
+@dataclass(frozen=True)
+class JudgeSteps:
+    judge: Callable = judge_agreement_step
+
+
+def evaluate_judge(settings: Settings, gold_file: str, llm: str, model: str, replay_file: str | None = None,
+                   low_quality_at: int = DEFAULT_LOW_QUALITY_AT, steps: JudgeSteps | None = None) -> StageReport:
+    """The quality judge's F1 against expert 1–5 scores, stored as an evaluation run."""
+    steps = steps or JudgeSteps()
+    path = Path(gold_file)
+    gold = judge_agreement.read_gold(path)
+    judge_backend = _backend(llm, model, replay_file)
+    started = datetime.now(timezone.utc)
+    with run_session(settings, "eval", "aquaechr:judge") as session:
+        result = steps.judge(session, judge_backend, gold, low_quality_at)
+        sha = judge_agreement.gold_sha(gold)
+        params = {"llm": llm, "model": model, "low_quality_at": low_quality_at}
+        run_id = evalstore.eval_run_id(JUDGE_TASK, model, sha, params)
+        metrics: dict[str, float] = {"n": float(result.judged)}
+        for name, confusion in result.per_dimension.items():
+            metrics[f"f1_{name}"] = confusion.f1
+            metrics.update({f"{count}_{name}": float(getattr(confusion, count)) for count in ("tp", "fp", "fn", "tn")})
+        items = [ItemResult(pair.key, None, {d: pair.scores[d] for d in DIMENSIONS},
+                            result.predicted.get(pair.key) or {}, {},
+                            "ok" if pair.key in result.predicted else "failed",
+                            None if pair.key in result.predicted else "the judge gave no valid scores")
+                 for pair in gold]
+        evalstore.save_run(session.con, run_id, JUDGE_TASK, model, path.name, sha, params, items, metrics, started,
+                           backend=llm, model=model)
+        session.report.results.update({"eval_run_id": run_id, "lines": result.lines()})
+        session.report.add("judged", result.judged)
+        for failure in result.failures:
+            session.report.fail(failure)
+    return session.report

@@ -1,0 +1,1 @@
+"""CASE on Bar Exam QA, with its baselines."""

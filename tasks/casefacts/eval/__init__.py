@@ -1,0 +1,1 @@
+"""CaseFacts evaluation: claims files, case-name matching, retrieval-only and LLM systems, metrics."""

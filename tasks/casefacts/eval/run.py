@@ -1,0 +1,133 @@
+"""One CaseFacts evaluation run: claims file → prepared claims → a system's answers → scores in the
+evaluation store (caseforge.evalstore) and exported files. Plain steps; the flow makes them tasks."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from caseforge import evalstore
+from caseforge.artifacts import publish_metrics
+from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.retrieval import build_retriever
+from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
+from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
+from caseforge.tasks.casefacts.eval import retrieval
+from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex
+from caseforge.tasks.casefacts.eval.claims import file_sha, load_claims
+
+log = logging.getLogger(__name__)
+
+TASK = "casefacts"
+LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
+SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
+DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "casefacts"
+
+
+@dataclass(frozen=True)
+class Options:
+    claims: str
+    system: str
+    k: int = 10
+    missing_gold: str = "skip"
+    limit: int | None = None
+    index_dir: str | None = None
+    mu: float = 2000.0
+    rrf_k: int = 60
+    dense_model: str | None = None
+    fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD
+    llm: str | None = None
+    model: str | None = None
+    replay_file: str | None = None
+    retriever: str = "bm25"
+    max_rounds: int = 2
+    seed: int = 0
+    out_dir: str | None = None
+
+    def params(self) -> dict:
+        """What identifies the run besides the system and the claims (see evalstore.eval_run_id)."""
+        params = {"k": self.k, "missing_gold": self.missing_gold, "limit": self.limit,
+                  "fuzzy_threshold": self.fuzzy_threshold}
+        if self.system == "qlm" or self.retriever == "qlm":
+            params["mu"] = self.mu
+        if self.system == "hybrid" or self.retriever == "hybrid":
+            params["rrf_k"] = self.rrf_k
+        if self.system in LLM_SYSTEMS:
+            params.update({"llm": self.llm, "model": self.model})
+            if self.system != "closed-book":
+                params["retriever"] = self.retriever
+            if self.system == "case":
+                params.update({"max_rounds": self.max_rounds, "seed": self.seed})
+        return params
+
+
+def prepare_step(session: RunSession, options: Options):
+    claims, problems = load_claims(Path(options.claims))
+    if options.limit:
+        claims = claims[:options.limit]
+    for item_id, reason in problems:
+        session.report.fail(f"{item_id}: {reason}")
+    corpus = scotus_corpus(session.con)
+    names = CaseNameIndex(scotus_case_names(session.con), threshold=options.fuzzy_threshold)
+    prepared = retrieval.prepare(claims, names, set(corpus.ids), options.missing_gold)
+    session.report.add("claims", len(claims))
+    session.report.add("claims_invalid", len(problems))
+    session.report.add("skipped_gold_missing", sum(1 for p in prepared if p.skip_reason))
+    invalid = [evalstore.ItemResult(item_id, None, {}, {}, {}, "failed", reason) for item_id, reason in problems]
+    return corpus, names, prepared, invalid
+
+
+def answer_step(session: RunSession, options: Options, corpus, names, prepared):
+    def retriever_for(kind: str):
+        return build_retriever(kind, corpus, options.index_dir, mu=options.mu, rrf_k=options.rrf_k,
+                               dense_model=options.dense_model)
+
+    if options.system in retrieval.RETRIEVAL_SYSTEMS:
+        return retrieval.evaluate_retrieval(prepared, retriever_for(options.system), options.k)
+    from caseforge.tasks.casefacts.eval import systems
+
+    return systems.run_llm_system(session, options.system, prepared, corpus, names, retriever_for,
+                                  llm=options.llm, model=options.model, replay_file=options.replay_file,
+                                  retriever=options.retriever, k=options.k, max_rounds=options.max_rounds,
+                                  seed=options.seed)
+
+
+@dataclass(frozen=True)
+class Steps:
+    prepare: Callable = prepare_step
+    answer: Callable = answer_step
+
+
+def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -> StageReport:
+    """Score `options.system` on the claims file: retrieval recall, Evidence/Verdict metrics, per class.
+    The report's results carry the evaluation run id."""
+    steps = steps or Steps()
+    if options.system not in SYSTEMS:
+        raise ValueError(f"unknown system {options.system!r} (choose from {', '.join(SYSTEMS)})")
+    if options.system in LLM_SYSTEMS and not (options.llm and options.model):
+        raise ValueError(f"--system {options.system} needs --llm BACKEND and --model M")
+    params = options.params()
+    sha = file_sha(Path(options.claims))
+    run_id = evalstore.eval_run_id(TASK, options.system, sha, params)
+    started = datetime.now(timezone.utc)
+    with run_session(settings, "eval", f"casefacts:{options.system}") as session:
+        session.report.results["eval_run_id"] = run_id
+        corpus, names, prepared, invalid = steps.prepare(session, options)
+        items = invalid + steps.answer(session, options, corpus, names, prepared)
+        metrics = retrieval.summarise(items)
+        session.report.add("scored", int(metrics["n"]))
+        session.report.add("failed_items", int(metrics["n_failed"]))
+        for item in items:
+            if item.status == "failed" and item not in invalid:
+                session.report.fail(f"{item.item_id}: {item.reason}")
+        evalstore.save_run(session.con, run_id, TASK, options.system, Path(options.claims).name, sha, params, items,
+                           metrics, started)
+        header = {"task": TASK, "system": options.system, "dataset": Path(options.claims).name, "params": params}
+        paths = evalstore.export_run(Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR, run_id, header,
+                                     items, metrics)
+        log.info("casefacts %s: n=%d exported %s", options.system, metrics["n"], ", ".join(map(str, paths)))
+        publish_metrics(f"casefacts-{options.system}", f"CaseFacts {options.system}", metrics)
+    return session.report

@@ -1,0 +1,48 @@
+"""The `casefacts` release: the built claims per split, with its card, written by caseforge.release."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from caseforge.release import Release, write_release
+from caseforge.warehouse import run_sql
+
+DATASET = "casefacts"
+INPUTS = ("curated.casefacts_claims",)
+
+
+def _rows(cursor) -> list[dict]:
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
+    claims = run_sql(con, "casefacts/export_claims.sql").df()
+    if claims.empty:
+        raise RuntimeError("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
+    for column in ("evidence_case_ids", "overruling_case_ids"):
+        claims[column] = claims[column].map(json.loads)
+    for column in ("evidence_case_names", "overruling_case_names"):
+        claims[column] = claims[column].map(lambda v: [] if v is None or v is pd.NA else list(v))
+    splits = {str(split): part.reset_index(drop=True) for split, part in claims.groupby("split")}
+    windows = _rows(run_sql(con, "casefacts/release_windows.sql"))
+    window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
+                             f"{w['judged']} judged samples ({w['method']})" for w in windows)
+    quality = _rows(run_sql(con, "ops/quality_for_release.sql", [["casefacts_claims"]]))
+    card = {
+        "title": "CaseFacts (caseforge build)",
+        "description": "Plain-language legal claims labelled SUPPORTED, REFUTED or OVERRULED against U.S. Supreme "
+                       "Court cases (Oyez summaries). Overrulings are kept only when the overruling case was "
+                       "decided after the overruled one and its disposition is a reversal.",
+        "sources": ["oyez", "scotus_legacy", "casefacts"],
+        "distributions": {f"label ({split})": {str(k): int(v) for k, v in part["label"].value_counts().items()}
+                          for split, part in splits.items()},
+        "quality": quality,
+        "stages": _rows(run_sql(con, "casefacts/build_steps.sql")),
+        "notes": "Similarity windows calibrated from judged samples:\n\n" + (window_lines or "- none recorded"),
+    }
+    return write_release(folder, DATASET, splits, card,
+                         source_payloads=run_sql(con, "casefacts/release_payloads.sql").df())

@@ -1,0 +1,1 @@
+"""CaseGen evaluation: drafts by the evaluated models, the LLM judge, reference metrics, leaderboards."""

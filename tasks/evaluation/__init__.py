@@ -1,1 +1,0 @@
-"""Evaluation of retrieval and verification systems: CaseFacts metrics and runs, CASE."""
