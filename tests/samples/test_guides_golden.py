@@ -1,31 +1,78 @@
 """Golden tests on the real Article 2 guide pages (CSV with the page text and the itemids linked on each
-page); every expected value below was read by eye from the page text."""
+page); every expected value below was read by eye from the page text.
+
+tests/golden/guides/ holds the whole parsed output (EXAMPLES below; regenerate with
+`.venv/bin/python tests/golden/regenerate.py guides`): the paragraphs as parse_guide gives them, and the
+citations with their resolution exactly as the ingest stage computes them (guide id from the file name,
+links of the citing paragraph's pages, the French → English table; the warehouse's judgment names are
+empty here, as in a first run, so only link resolution can succeed).
+"""
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pytest
+from golden.golden import assert_golden
 
 from caseforge.tasks.guides.citations import citation_rows
-from caseforge.tasks.guides.ingest import page_links
+from caseforge.tasks.guides.ingest import guide_id_from_name, page_links
 from caseforge.tasks.guides.pages import read_pages
 from caseforge.tasks.guides.paragraphs import parse_guide
 from caseforge.tasks.guides.resolve import Resolver, load_french_map
 
 pytestmark = pytest.mark.samples
+SOURCE = "guides"
+GUIDE_FILE = "guide_art_2_pages_first.csv"
+
+
+def stage_output(samples_dir: Path) -> tuple:
+    """(GuideParse, resolved citation rows) as tasks/guides/ingest.parse_source computes them."""
+    folder = samples_dir / "echr_guides"
+    guide_id = guide_id_from_name(GUIDE_FILE)
+    pages = read_pages((folder / GUIDE_FILE).read_bytes(), GUIDE_FILE)
+    parsed = parse_guide(guide_id, pages, "0" * 64)
+    mapping, _ = load_french_map((folder / "french_to_english_citations.csv").read_bytes())
+    resolver = Resolver(mapping)
+    rows = citation_rows(guide_id, parsed.rows)
+    pages_of = {p["para_no"]: p["pages"] for p in parsed.rows}
+    for row in rows:
+        row.update(resolver.resolve(row, page_links(pages, pages_of[row["para_no"]])))
+    return parsed, rows
+
+
+def golden_paragraphs(samples_dir: Path) -> dict:
+    parsed, _ = stage_output(samples_dir)
+    return {"version_date": parsed.version_date, "dropped_lines": parsed.dropped_lines, "problems": parsed.problems,
+            "rows": [{k: v for k, v in row.items() if k != "raw_sha256"} for row in parsed.rows]}
+
+
+def golden_citations(samples_dir: Path) -> list[dict]:
+    return stage_output(samples_dir)[1]
+
+
+# Known defects baked into guide_art_2.citations (found reviewing it against the page text; not fixed here):
+# - a respondent split by the PDF extraction is not rejoined (applicants are): § 12 "Dumpe v. L atvia"
+#   and § 37 "S.F. v. Switzerl and" (both still resolved through their page links);
+# - § 12 "Dumpe v. L atvia (dec.), 201 )": the extraction cut the year, and year 201 is kept as a year;
+# - § 24 "Olewnik -Cieplińska and Olewnik v. Poland": the extraction's space before the hyphen stays in
+#   case_name and applicant.
+# Paragraph texts keep the extraction's split words ("Cou rt", "The Court ’s") by design; pages are the
+# CSV's page_number (the 0-based PDF page: printed page "6/57" is page 5).
+EXAMPLES = {
+    "guide_art_2.paragraphs": golden_paragraphs,
+    "guide_art_2.citations": golden_citations,
+}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_matches_reviewed_golden_output(samples_dir, example):
+    assert_golden(SOURCE, example, EXAMPLES[example], samples_dir)
 
 
 @pytest.fixture(scope="module")
 def guide(samples_dir):
-    folder = samples_dir / "echr_guides"
-    pages = read_pages((folder / "guide_art_2_pages_first.csv").read_bytes(), "guide_art_2_pages_first.csv")
-    parsed = parse_guide("guide_art_2_eng", pages, "0" * 64)
-    mapping, _ = load_french_map((folder / "french_to_english_citations.csv").read_bytes())
-    resolver = Resolver(mapping)
-    rows = citation_rows("guide_art_2_eng", parsed.rows)
-    pages_of = {p["para_no"]: p["pages"] for p in parsed.rows}
-    for row in rows:
-        row.update(resolver.resolve(row, page_links(pages, pages_of[row["para_no"]])))
+    parsed, rows = stage_output(samples_dir)
     return parsed, {(r["para_no"], r["ordinal"]): r for r in rows}, rows
 
 

@@ -1,18 +1,21 @@
 """Golden tests: real Oyez case-detail responses and their expected rows (reviewed by eye).
 
-tests/golden/oyez/<file>.compare.json holds the whole expected row for each example; the explicit
-asserts below repeat the facts a reviewer checked against the historical record.
+tests/golden/oyez/<name>.compare.json holds the whole expected row for each example (tests/golden/golden.py
+compares, times and writes them; `.venv/bin/python tests/golden/regenerate.py oyez` rewrites them); the
+explicit asserts below repeat the facts a reviewer checked against the historical record.
 """
 import json
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import pytest
+from golden.golden import assert_golden
 
 from caseforge.tasks.oyez.parse import OyezParseError, parse_case
 
 pytestmark = pytest.mark.samples
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "oyez"
+SOURCE = "oyez"
 
 
 def parsed(samples_dir: Path, name: str) -> dict:
@@ -22,11 +25,20 @@ def parsed(samples_dir: Path, name: str) -> dict:
     return row
 
 
-@pytest.mark.parametrize("name", sorted(p.name.removesuffix(".compare.json") for p in GOLDEN.glob("*.compare.json")))
+# example name (= the sample file's stem under samples/oyez/cases) → the parsed row
+EXAMPLES = {name: partial(parsed, name=name) for name in (
+    "1789_1850.10us87",      # Fletcher v. Peck: docket "None", a pre-1883 date
+    "1789_1850.17us316",     # McCulloch v. Maryland: two decisions
+    "1789_1850.none",        # United States v. The Amistad: file named "none", no decision records
+    "1971.70-18",            # Roe v. Wade: argued twice, Chicago-midnight dates
+    "2015.14-1096",          # Luna Torres v. Lynch: term 2015, page of '578 U.S. ___' not yet assigned
+    "2021.19-1392",          # decided, no decision records yet, citation page not assigned
+)}
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_matches_reviewed_golden_row(samples_dir, name):
-    expected = json.loads((GOLDEN / f"{name}.compare.json").read_text(encoding="utf-8"))
-    got = json.loads(json.dumps(parsed(samples_dir, name), default=str, ensure_ascii=False))
-    assert got == expected
+    assert_golden(SOURCE, name, EXAMPLES[name], samples_dir)
 
 
 def test_roe_v_wade(samples_dir):
