@@ -39,8 +39,7 @@ class BuildConfig:
 
 
 def check_inputs(con: duckdb.DuckDBPyConnection) -> None:
-    present = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'curated'").fetchall()}
+    present = {r[0] for r in run_sql(con, "ops/tables_in_schema.sql", ["curated"]).fetchall()}
     missing = [t for t in INPUT_TABLES if t not in present]
     if missing:
         raise RuntimeError(f"aquaechr needs curated.{', curated.'.join(missing)}: ingest the ECHR guides and "
