@@ -21,7 +21,7 @@ from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
 from caseforge.text import html_to_text
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, transaction
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")
@@ -57,22 +57,25 @@ def _job(ctx: BuildContext, step: str, requests: list, model_cls):
     for name, value in result.counts().items():
         ctx.report.add(f"{step}.{name}", value)
     if requests:
-        ctx.con.execute("INSERT INTO ops.casefacts_build_steps VALUES (?, ?, ?, ?, ?, ?)",
-                        [ctx.run_id, step, backend.model, requests[0].template_id, requests[0].template_sha,
-                         len(requests)])
+        run_sql(ctx.con, "casefacts/record_build_step.sql",
+                [ctx.run_id, step, backend.model, requests[0].template_id, requests[0].template_sha,
+                 len(requests)])
     return result
 
 
 def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Gate a stage table and replace curated.casefacts_<table>; returns the rows that passed."""
+    """Gate a stage table and replace curated.casefacts_<table>; returns the rows that passed, in key order."""
     name = f"casefacts_{table}"
+    identifiers = {"schema": "curated", "table": name, "key": key}
     if frame.empty:
-        ctx.con.execute(f"DELETE FROM staging.{name}")
-        run_sql(ctx.con, f"casefacts/curate_{table}.sql")
+        with transaction(ctx.con):
+            run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
+            run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
         ctx.report.add(f"{table}.rows", 0)
         _stage_artifact(table, 0, 0, [])
-        return ctx.con.execute(f"SELECT * FROM curated.{name}").df()     # empty, with the table's columns
-    outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, f"casefacts/curate_{table}.sql", key_column=key)
+        return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
+    outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
+                            identifiers=identifiers)
     ctx.report.add(f"{table}.rows", outcome.staged)
     if outcome.quarantined:
         ctx.report.add("quarantined", outcome.quarantined)
@@ -80,7 +83,7 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         ctx.report.fail(reason)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
-    return ctx.con.execute(f"SELECT * FROM curated.{name} ORDER BY {key}").df()
+    return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:
