@@ -147,10 +147,15 @@ def curated_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
-    """Mirror every curated table to Parquet, atomically per file."""
+    """Mirror every curated table (and nothing else) to Parquet, atomically per file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for table in curated_tables(con):
+    tables = curated_tables(con)
+    # A table that left curated (e.g. a CaseFacts stage table, now in build) leaves the mirror too.
+    for stale in sorted(out_dir.glob("*.parquet")):
+        if stale.stem not in tables:
+            stale.unlink(missing_ok=True)
+    for table in tables:
         final = out_dir / f"{table}.parquet"
         # unique per writer: sources of one nightly run in parallel threads and each mirrors at its end
         tmp = out_dir / f".{table}.{os.getpid()}.{threading.get_ident()}.parquet.tmp"

@@ -25,6 +25,7 @@ from caseforge.warehouse import run_sql, transaction
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")
+DELIVERABLE = "claims"      # curated.casefacts_claims; every other casefacts_* table is a build intermediate
 
 
 @dataclass
@@ -63,10 +64,17 @@ def _job(ctx: BuildContext, step: str, requests: list, model_cls):
     return result
 
 
+def stage_schema(table: str) -> str:
+    """Where casefacts_<table> lives: curated for the dataset users query, build for the stage tables
+    only later stages (and the dataset card) read back."""
+    return "curated" if table == DELIVERABLE else "build"
+
+
 def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Gate a stage table and replace curated.casefacts_<table>; returns the rows that passed, in key order."""
+    """Gate a stage table and replace <stage_schema>.casefacts_<table>; returns the rows that passed, in key
+    order."""
     name = f"casefacts_{table}"
-    identifiers = {"schema": "curated", "table": name, "key": key}
+    identifiers = {"schema": stage_schema(table), "table": name, "key": key}
     if frame.empty:
         with transaction(ctx.con):
             run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)

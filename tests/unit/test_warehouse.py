@@ -25,7 +25,7 @@ def test_migrations_apply_once_and_are_recorded(db_path):
     con = connect(db_path)                    # second start: nothing to apply, nothing duplicated
     assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] == len(applied)
     schemas = {r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
-    assert {"ops", "staging", "curated", "eval"} <= schemas
+    assert {"ops", "staging", "build", "curated", "eval"} <= schemas
 
 
 def test_read_only_connection_refuses_writes(db_path):
