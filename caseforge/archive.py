@@ -8,6 +8,8 @@ from pathlib import Path
 
 import duckdb
 
+from caseforge.warehouse import run_sql
+
 
 def sha256_hex(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
@@ -43,16 +45,10 @@ class RawArchive:
         """Archive a body; returns the payload and whether this content was new for the key."""
         digest = sha256_hex(body)
         now = datetime.now(timezone.utc)
-        before = self.con.execute(
-            "SELECT count(*) FROM ops.raw_payloads WHERE source = ? AND key = ? AND sha256 = ?",
-            [source, key, digest],
-        ).fetchone()[0]
+        before = run_sql(self.con, "ops/payload_stored.sql", [source, key, digest]).fetchone()[0]
         if not before:
-            self.con.execute(
-                "INSERT INTO ops.raw_payloads (source, key, sha256, url, fetched_at, http_status, content_type, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [source, key, digest, url, now, http_status, content_type, body],
-            )
+            run_sql(self.con, "ops/store_payload.sql",
+                    [source, key, digest, url, now, http_status, content_type, body])
         payload = Payload(source, key, url, http_status, content_type, body, digest, now)
         return payload, not before
 
@@ -60,21 +56,13 @@ class RawArchive:
         return self.store(source, key, path.read_bytes(), url=path.resolve().as_uri(), content_type=content_type)
 
     def latest(self, source: str, key: str) -> Payload | None:
-        row = self.con.execute(
-            "SELECT source, key, url, http_status, content_type, body, sha256, fetched_at FROM ops.raw_payloads "
-            "WHERE source = ? AND key = ? ORDER BY fetched_at DESC LIMIT 1",
-            [source, key],
-        ).fetchone()
+        row = run_sql(self.con, "ops/latest_payload.sql", [source, key]).fetchone()
         if row is None:
             return None
         return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
 
     def by_sha(self, sha256: str) -> Payload | None:
-        row = self.con.execute(
-            "SELECT source, key, url, http_status, content_type, body, sha256, fetched_at FROM ops.raw_payloads "
-            "WHERE sha256 = ? LIMIT 1",
-            [sha256],
-        ).fetchone()
+        row = run_sql(self.con, "ops/payload_by_sha.sql", [sha256]).fetchone()
         if row is None:
             return None
         return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])

@@ -13,6 +13,7 @@ import httpx
 
 from caseforge.archive import Payload, RawArchive
 from caseforge.config import Settings
+from caseforge.warehouse import run_sql
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,7 @@ class Fetcher:
         return base + self.rng.uniform(0, self.settings.backoff_base_s)
 
     def _validators(self, url: str) -> tuple[str | None, str | None]:
-        row = self.archive.con.execute(
-            "SELECT etag, last_modified FROM ops.http_validators WHERE url = ?", [url]
-        ).fetchone()
+        row = run_sql(self.archive.con, "ops/http_validators.sql", [url]).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     def _save_validators(self, url: str, response: httpx.Response, sha256: str) -> None:
@@ -128,11 +127,8 @@ class Fetcher:
         last_modified = response.headers.get("Last-Modified")
         if not etag and not last_modified:
             return
-        self.archive.con.execute(
-            "INSERT OR REPLACE INTO ops.http_validators (url, etag, last_modified, sha256, checked_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [url, etag, last_modified, sha256, datetime.now(timezone.utc)],
-        )
+        run_sql(self.archive.con, "ops/store_http_validators.sql",
+                [url, etag, last_modified, sha256, datetime.now(timezone.utc)])
 
     def get(self, source: str, key: str, url: str, params: dict | None = None, conditional: bool = True) -> FetchResult:
         """GET url, retrying transient failures; archive the body under (source, key)."""

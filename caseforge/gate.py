@@ -19,6 +19,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.config import EXPECTATIONS_DIR
+from caseforge.warehouse import run_sql, sql_text
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +147,8 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
     frame = frame.reset_index(drop=True)
     failed = [{"expectation": reason, "scope": "batch"} for reason in result.batch_reasons]
     failed += [{"row": i, "reasons": reasons} for i, reasons in sorted(result.failed_rows.items())[:200]]
-    con.execute(
-        "INSERT INTO ops.quality_results (run_id, table_name, suite, validated_at, success, rows_checked, rows_failed, "
-        "batch_rejected, failed_expectations, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    run_sql(
+        con, "ops/record_quality_result.sql",
         [run_id, result.table, result.suite, now, result.success, result.rows_checked, result.rows_failed,
          result.batch_rejected, json.dumps(failed, default=str), json.dumps(result.result_json, default=str)],
     )
@@ -167,11 +167,7 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
         sha = row.get("raw_sha256") if "raw_sha256" in row else None
         quarantined.append((run_id, result.table, key, "gate", why, _row_json(row), sha, now))
     if quarantined:
-        con.executemany(
-            "INSERT INTO ops.quarantine (run_id, table_name, source_key, stage, reason, row_data, raw_sha256, "
-            "quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            quarantined,
-        )
+        con.executemany(sql_text("ops/quarantine_row.sql"), quarantined)
 
 
 def gate(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, frame: pd.DataFrame,
@@ -188,9 +184,8 @@ def gate(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, frame: 
 def quarantine(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, stage: str, reason: str,
                source_key: str | None = None, raw_sha256: str | None = None, row_data: dict | None = None) -> None:
     """Record an item that never reached the gate (fetch or parse failure)."""
-    con.execute(
-        "INSERT INTO ops.quarantine (run_id, table_name, source_key, stage, reason, row_data, raw_sha256, quarantined_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    run_sql(
+        con, "ops/quarantine_row.sql",
         [run_id, table, source_key, stage, reason,
          json.dumps(row_data, ensure_ascii=False, default=str) if row_data is not None else None,
          raw_sha256, datetime.now(timezone.utc)],

@@ -52,8 +52,11 @@ def gate_and_load(
     curate_sql: str,
     key_column: str,
     change_counts_sql: str | None = None,
+    identifiers: dict[str, str] | None = None,
 ) -> LoadOutcome:
     """Validate `frame` against expectations/<table>.json; load what passes.
+
+    `identifiers` fill the `{name}` placeholders of a generic curate (and change-count) statement.
 
     Validation results and quarantined rows are committed even when the batch is rejected,
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
@@ -76,10 +79,10 @@ def gate_and_load(
         if not result.passed.empty:
             replace_staging(con, table, result.passed)
             if change_counts_sql:
-                row = run_sql(con, change_counts_sql)
+                row = run_sql(con, change_counts_sql, identifiers=identifiers)
                 names = [d[0] for d in row.description]
                 outcome.changes = dict(zip(names, (int(v or 0) for v in row.fetchone())))
-            run_sql(con, curate_sql)
+            run_sql(con, curate_sql, identifiers=identifiers)
             outcome.staged = len(result.passed)
     return outcome
 

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 
 import duckdb
 
+from caseforge.warehouse import run_sql
+
 
 @dataclass
 class StageReport:
@@ -39,15 +41,10 @@ class StageReport:
 
 
 def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
-    return con.execute(
-        "INSERT INTO ops.runs (kind, target, started_at, status) VALUES (?, ?, ?, 'running') RETURNING run_id",
-        [kind, target, datetime.now(timezone.utc)],
-    ).fetchone()[0]
+    return run_sql(con, "ops/start_run.sql", [kind, target, datetime.now(timezone.utc)]).fetchone()[0]
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport) -> None:
     message = "; ".join(report.failures[:20]) or None
-    con.execute(
-        "UPDATE ops.runs SET finished_at = ?, status = ?, counts = ?, message = ? WHERE run_id = ?",
-        [datetime.now(timezone.utc), report.status, json.dumps(report.counts), message, run_id],
-    )
+    run_sql(con, "ops/finish_run.sql",
+            [datetime.now(timezone.utc), report.status, json.dumps(report.counts), message, run_id])

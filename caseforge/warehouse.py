@@ -16,6 +16,9 @@ from caseforge.config import SQL_DIR
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+# What may be written into a statement's text: a plain or schema-qualified name, never a value.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 # Two threads opening the same file at once race in DuckDB's instance cache ("Unique file handle
@@ -42,26 +45,24 @@ def migration_files() -> list[tuple[int, Path]]:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every migration not yet recorded in ops.migrations; return the names applied."""
-    con.execute("CREATE SCHEMA IF NOT EXISTS ops")
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS ops.migrations (number INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-        "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-    )
-    done = {row[0] for row in con.execute("SELECT number FROM ops.migrations").fetchall()}
+    run_sql(con, "ops/create_migrations_table.sql")
+    done = {row[0] for row in run_sql(con, "ops/applied_migrations.sql").fetchall()}
     applied = []
     for number, path in migration_files():
         if number in done:
             continue
         with transaction(con):
             con.execute(path.read_text(encoding="utf-8"))
-            con.execute("INSERT INTO ops.migrations (number, name) VALUES (?, ?)", [number, path.name])
+            run_sql(con, "ops/record_migration.sql", [number, path.name])
         applied.append(path.name)
     return applied
 
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """BEGIN … COMMIT, or ROLLBACK and re-raise: all of a write lands, or none of it."""
+    """BEGIN … COMMIT, or ROLLBACK and re-raise: all of a write lands, or none of it.
+
+    The one place transaction control is written inline (docs/sql.md)."""
     con.execute("BEGIN TRANSACTION")
     try:
         yield con
@@ -99,23 +100,42 @@ def open_warehouse(db_path: str | Path, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
-def sql_text(relative: str) -> str:
-    """A statement file from sql/ (the only place SQL lives)."""
+def sql_text(relative: str, **identifiers: str) -> str:
+    """A statement file from sql/ (where SQL lives: docs/sql.md).
+
+    `{name}` placeholders are filled from `identifiers`, which must be table or column names (checked);
+    values are never written into the text, they are bound as parameters.
+    """
     path = SQL_DIR / relative
     if not path.exists():
         raise FileNotFoundError(f"missing SQL file {path}")
-    return path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    if not identifiers:
+        return text
+    for name, value in identifiers.items():
+        if not isinstance(value, str) or not _IDENTIFIER.match(value):
+            raise ValueError(f"{relative}: {{{name}}} must be an identifier, not {value!r}")
+
+    def fill(match: re.Match) -> str:
+        if match.group(1) not in identifiers:
+            raise KeyError(f"{relative}: no value for {{{match.group(1)}}}")
+        return identifiers[match.group(1)]
+
+    return _PLACEHOLDER.sub(fill, text)
 
 
-def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None):
-    return con.execute(sql_text(relative), params) if params is not None else con.execute(sql_text(relative))
+def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None,
+            identifiers: dict[str, str] | None = None):
+    statement = sql_text(relative, **(identifiers or {}))
+    return con.execute(statement, params) if params is not None else con.execute(statement)
 
 
 def replace_staging(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
     """Replace staging.<table> by this batch; the columns must match the staging DDL."""
     con.register("_batch", frame)
     try:
-        con.execute(f"DELETE FROM staging.{table}")
+        run_sql(con, "ops/clear_staging_table.sql", identifiers={"table": table})
+        # inline by rule (docs/sql.md): the column list is the batch's own
         columns = ", ".join(f'"{c}"' for c in frame.columns)
         con.execute(f"INSERT INTO staging.{table} ({columns}) SELECT {columns} FROM _batch")
     finally:
@@ -123,22 +143,23 @@ def replace_staging(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFr
 
 
 def curated_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    rows = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'curated' "
-        "AND table_type = 'BASE TABLE' ORDER BY table_name"
-    ).fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in run_sql(con, "ops/curated_base_tables.sql").fetchall()]
 
 
 def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
-    """Mirror every curated table to Parquet, atomically per file."""
+    """Mirror every curated table (and nothing else) to Parquet, atomically per file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for table in curated_tables(con):
+    tables = curated_tables(con)
+    # A table that left curated (e.g. a CaseFacts stage table, now in build) leaves the mirror too.
+    for stale in sorted(out_dir.glob("*.parquet")):
+        if stale.stem not in tables:
+            stale.unlink(missing_ok=True)
+    for table in tables:
         final = out_dir / f"{table}.parquet"
         # unique per writer: sources of one nightly run in parallel threads and each mirrors at its end
         tmp = out_dir / f".{table}.{os.getpid()}.{threading.get_ident()}.parquet.tmp"
-        con.execute(f"COPY (SELECT * FROM curated.{table}) TO '{tmp.as_posix()}' (FORMAT parquet)")
+        run_sql(con, "ops/mirror_table_to_parquet.sql", {"path": tmp.as_posix()}, identifiers={"table": table})
         tmp.replace(final)
         written.append(final)
     return written
@@ -152,6 +173,7 @@ def open_for_query(db_path: Path, parquet_dir: Path) -> tuple[duckdb.DuckDBPyCon
         files = sorted(parquet_dir.glob("*.parquet"))
         if not files:
             raise
+        # inline by rule (docs/sql.md): DuckDB cannot prepare CREATE VIEW, so the path is written in
         con = duckdb.connect(":memory:")
         con.execute("CREATE SCHEMA curated")
         for path in files:

@@ -1,2 +1,2 @@
 -- The calibrated similarity windows of the build, for the dataset card.
-SELECT kind, low, high, positives, judged, method FROM curated.casefacts_windows ORDER BY kind;
+SELECT kind, low, high, positives, judged, method FROM build.casefacts_windows ORDER BY kind;

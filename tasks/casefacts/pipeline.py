@@ -22,10 +22,11 @@ from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
 from caseforge.text import html_to_text
-from caseforge.warehouse import run_sql
+from caseforge.warehouse import run_sql, transaction
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")
+DELIVERABLE = "claims"      # curated.casefacts_claims; every other casefacts_* table is a build intermediate
 
 
 @dataclass
@@ -58,22 +59,32 @@ def _job(ctx: BuildContext, step: str, requests: list, model_cls):
     for name, value in result.counts().items():
         ctx.report.add(f"{step}.{name}", value)
     if requests:
-        ctx.con.execute("INSERT INTO ops.casefacts_build_steps VALUES (?, ?, ?, ?, ?, ?)",
-                        [ctx.run_id, step, backend.model, requests[0].template_id, requests[0].template_sha,
-                         len(requests)])
+        run_sql(ctx.con, "casefacts/record_build_step.sql",
+                [ctx.run_id, step, backend.model, requests[0].template_id, requests[0].template_sha,
+                 len(requests)])
     return result
 
 
+def stage_schema(table: str) -> str:
+    """Where casefacts_<table> lives: curated for the dataset users query, build for the stage tables
+    only later stages (and the dataset card) read back."""
+    return "curated" if table == DELIVERABLE else "build"
+
+
 def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Gate a stage table and replace curated.casefacts_<table>; returns the rows that passed."""
+    """Gate a stage table and replace <stage_schema>.casefacts_<table>; returns the rows that passed, in key
+    order."""
     name = f"casefacts_{table}"
+    identifiers = {"schema": stage_schema(table), "table": name, "key": key}
     if frame.empty:
-        ctx.con.execute(f"DELETE FROM staging.{name}")
-        run_sql(ctx.con, f"casefacts/curate_{table}.sql")
+        with transaction(ctx.con):
+            run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
+            run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
         ctx.report.add(f"{table}.rows", 0)
         _stage_artifact(table, 0, 0, [])
-        return ctx.con.execute(f"SELECT * FROM curated.{name}").df()     # empty, with the table's columns
-    outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, f"casefacts/curate_{table}.sql", key_column=key)
+        return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
+    outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
+                            identifiers=identifiers)
     ctx.report.add(f"{table}.rows", outcome.staged)
     if outcome.quarantined:
         ctx.report.add("quarantined", outcome.quarantined)
@@ -81,11 +92,11 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         ctx.report.fail(reason)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
-    return ctx.con.execute(f"SELECT * FROM curated.{name} ORDER BY {key}").df()
+    return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:
-    rows = [{"table": f"curated.casefacts_{table}", "rows": staged, "quarantined": quarantined,
+    rows = [{"table": f"{stage_schema(table)}.casefacts_{table}", "rows": staged, "quarantined": quarantined,
              "problems": len(reasons)}]
     publish_table(f"casefacts-{table}", rows, "; ".join(reasons[:20]) or f"casefacts stage table {table}")
 

@@ -9,7 +9,7 @@ import duckdb
 from caseforge.runs import StageReport
 from caseforge.tasks.cn.filters import FilterConfig, filter_reasons
 from caseforge.tasks.cn.select import EmbedderError, embed, embed_text, select_representatives
-from caseforge.warehouse import run_sql, transaction
+from caseforge.warehouse import run_sql, sql_text, transaction
 
 
 def _rows(result) -> list[dict]:
@@ -30,7 +30,7 @@ def apply_filters(con: duckdb.DuckDBPyConnection, config: FilterConfig, report: 
     with transaction(con):
         run_sql(con, "cn/replace_filter_decisions.sql", {"filter_config": config.key})
         if decisions:
-            con.executemany("INSERT INTO curated.cn_filter_decisions VALUES (?, ?, ?, ?, ?)", decisions)
+            con.executemany(sql_text("cn/insert_filter_decision.sql"), decisions)
     kept = sum(1 for d in decisions if d[2])
     report.add("filter_kept", kept)
     report.add("filter_excluded", len(decisions) - kept)
@@ -59,7 +59,7 @@ def select(con: duckdb.DuckDBPyConnection, config: FilterConfig, embedder: str, 
     with transaction(con):
         run_sql(con, "cn/replace_selection.sql", {"selection": name})
         con.executemany(
-            "INSERT INTO curated.cn_representatives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            sql_text("cn/insert_representative.sql"),
             [(name, p.doc_id, p.cluster, p.distance, p.rank_in_cluster, p.cluster_size, embedder,
               max(1, min(k, len(docs))), seed, now) for p in picks])
     report.add("representatives", len(picks))

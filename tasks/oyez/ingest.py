@@ -26,6 +26,7 @@ from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, parse_case_list,
 )
+from caseforge.warehouse import run_sql, sql_text
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def summary_sha(item: dict) -> str:
 
 def plan_from_list(con: duckdb.DuckDBPyConnection, summaries: list[dict], full: bool) -> tuple[list[PlannedCase], int]:
     """Cases whose summary is new or changed since the last refresh (all of them with full)."""
-    known = dict(con.execute("SELECT key, summary_sha FROM ops.oyez_list_state").fetchall())
+    known = dict(run_sql(con, "oyez/list_state.sql").fetchall())
     planned, unchanged = [], 0
     for item in summaries:
         key = key_from_href(item["href"])
@@ -122,10 +123,7 @@ def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) ->
     if not cases:
         return
     now = datetime.now(timezone.utc)
-    con.executemany(
-        "INSERT OR REPLACE INTO ops.oyez_list_state (key, href, summary_sha, seen_at) VALUES (?, ?, ?, ?)",
-        [(c.key, c.href, c.summary_sha, now) for c in cases],
-    )
+    con.executemany(sql_text("oyez/remember_listed.sql"), [(c.key, c.href, c.summary_sha, now) for c in cases])
 
 
 def process_live_batch(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,

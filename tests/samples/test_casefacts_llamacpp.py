@@ -39,7 +39,7 @@ def test_two_cases_with_smollm2_via_llamacpp(samples_dir, tmp_path):
     backends, embedder = make_context_parts(config, "llamacpp", None, report)
     claims = pipeline.run_pipeline(pipeline.BuildContext(con, None, report, config, backends, embedder))
     assert report.counts["same_family_warning"] == 1
-    generated = con.execute("SELECT count(*) FROM curated.casefacts_generated").fetchone()[0]
-    judged = con.execute("SELECT count(*) FROM curated.casefacts_factuality").fetchone()[0]
+    generated = con.execute("SELECT count(*) FROM build.casefacts_generated").fetchone()[0]
+    judged = con.execute("SELECT count(*) FROM build.casefacts_factuality").fetchone()[0]
     assert judged == generated           # every claim judged or failed with a reason, none lost
     assert set(claims.columns) >= {"claim_id", "fact_id", "label", "split"}

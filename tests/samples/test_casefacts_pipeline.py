@@ -53,22 +53,22 @@ def test_double_run_exercises_every_stage_then_invalid_output_is_recorded(db):
     con = connect(db)
     claims, report, _ = run_with_double(con)
     assert report.failures == []
-    fact = con.execute("SELECT status, count(*) FROM curated.casefacts_factuality GROUP BY 1").fetchall()
+    fact = con.execute("SELECT status, count(*) FROM build.casefacts_factuality GROUP BY 1").fetchall()
     assert dict(fact) == {"supported": 14, "unsupported": 1}
-    applied = con.execute("SELECT kind, resolution, corrected_claim FROM curated.casefacts_same_case_pairs "
+    applied = con.execute("SELECT kind, resolution, corrected_claim FROM build.casefacts_same_case_pairs "
                           "WHERE applied ORDER BY kind").fetchall()
     assert applied == [("contradiction", "merged", "Separating children in public schools by race denies them "
                                                    "equal schooling."),
                        ("redundancy", "claim1", None)]
     overrulings = {(r[0], r[1]): (r[2], r[3]) for r in con.execute(
-        "SELECT overruled_case_id, overruling_case_id, accepted, reason FROM curated.casefacts_overrulings").fetchall()}
+        "SELECT overruled_case_id, overruling_case_id, accepted, reason FROM build.casefacts_overrulings").fetchall()}
     assert overrulings[(BETTS, GIDEON)][0] is True
     assert overrulings[(AUSTIN, CITIZENS)] == (False, "overruling case disposition 'affirmed' is not a reversal")
     assert overrulings[(BROWN, PLESSY)] == (
         False, "overruling case decided 1896-05-18 is not after the overruled case decided 1954-05-17")
-    merges = con.execute("SELECT action, evidence_case_ids FROM curated.casefacts_merges").fetchall()
+    merges = con.execute("SELECT action, evidence_case_ids FROM build.casefacts_merges").fetchall()
     assert merges == [("merge", json.dumps([AUSTIN, CITIZENS]))]
-    windows = dict(con.execute("SELECT kind, method FROM curated.casefacts_windows").fetchall())
+    windows = dict(con.execute("SELECT kind, method FROM build.casefacts_windows").fetchall())
     assert windows["contradiction"] == "calibrated" and windows["overlap"].startswith("fallback: only 1 positives")
     overruled = claims[claims["label"] == "OVERRULED"].iloc[0]
     assert json.loads(overruled["overruling_case_ids"]) == [GIDEON]
@@ -145,7 +145,8 @@ def _assert_invalid_output_recorded_and_stale_rows_cleared(con):
     assert claims.empty and report.counts["generate.llm_failed"] == 6
     assert len(report.failures) == 6 and all("no claims" in f and "no JSON" in f for f in report.failures)
     for table in ("generated", "factuality", "kept_claims", "cross_pairs", "claims"):
-        assert con.execute(f"SELECT count(*) FROM curated.casefacts_{table}").fetchone()[0] == 0
+        schema = pipeline.stage_schema(table)            # curated for claims, build for the stage tables
+        assert con.execute(f"SELECT count(*) FROM {schema}.casefacts_{table}").fetchone()[0] == 0
     failed = con.execute("SELECT count(*) FROM ops.llm_calls WHERE status = 'failed'").fetchone()[0]
     assert failed == 6
     assert gate_dataset(claims, con.execute("SELECT * FROM curated.scotus_cases").df()) == [

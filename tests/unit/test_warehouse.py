@@ -3,8 +3,18 @@ import duckdb
 import pytest
 
 from caseforge.warehouse import (
-    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query,
+    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query, sql_text,
 )
+
+
+def test_sql_text_fills_only_checked_identifiers():
+    assert "DELETE FROM staging.scotus_cases;" in sql_text("ops/clear_staging_table.sql", table="scotus_cases")
+    assert "{table}" in sql_text("ops/clear_staging_table.sql")          # untouched without identifiers
+    for bad in ("scotus_cases; DROP TABLE ops.runs", "a b", "'x'", "1x", ""):
+        with pytest.raises(ValueError):
+            sql_text("ops/clear_staging_table.sql", table=bad)
+    with pytest.raises(KeyError):
+        sql_text("ops/clear_staging_table.sql", other="scotus_cases")
 
 
 def test_migrations_apply_once_and_are_recorded(db_path):
@@ -15,7 +25,7 @@ def test_migrations_apply_once_and_are_recorded(db_path):
     con = connect(db_path)                    # second start: nothing to apply, nothing duplicated
     assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] == len(applied)
     schemas = {r[0] for r in con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
-    assert {"ops", "staging", "curated", "eval"} <= schemas
+    assert {"ops", "staging", "build", "curated", "eval"} <= schemas
 
 
 def test_read_only_connection_refuses_writes(db_path):

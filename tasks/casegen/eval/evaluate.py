@@ -16,7 +16,7 @@ from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_ev
 from caseforge.tasks.casegen.eval.judge import read_judge_reply
 from caseforge.tasks.casegen.eval.text_job import run_text_job
 from caseforge.tasks.casegen.eval.truncate import cut_middle
-from caseforge.warehouse import run_sql, run_sql_over_rows
+from caseforge.warehouse import run_sql, run_sql_over_rows, sql_text
 
 GENERATE_STEP = "casegen-generate"
 JUDGE_STEP = "casegen-judge"
@@ -181,8 +181,8 @@ def read_human_scores(path: Path) -> list[dict]:
 
 def agreement_table(con, human: list[dict], judge_model: str) -> dict[str, dict]:
     """Per scorer (the judge's overall score, ROUGE-L char/word/compat, BERTScore): per-task coefficients."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _human (item_id VARCHAR, model VARCHAR, score DOUBLE)")
-    con.executemany("INSERT INTO _human VALUES (?, ?, ?)", [(h["item_id"], h["model"], h["score"]) for h in human])
+    run_sql(con, "casegen/create_human_scores.sql")
+    con.executemany(sql_text("casegen/insert_human_score.sql"), [(h["item_id"], h["model"], h["score"]) for h in human])
     pairs = run_sql(con, "casegen/human_pairs.sql", {"judge_model": judge_model}).fetchall()
     by_scorer: dict[str, dict[str, tuple[list, list]]] = {}
     for scorer, task, machine, person in pairs:
