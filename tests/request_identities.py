@@ -30,10 +30,10 @@ def samples_folder() -> Path:
     return Path(os.environ.get("CASEFORGE_SAMPLES", HERE.parent.parent / "shared" / "samples"))
 
 
-def record_aqeval(samples: Path, work: Path, out: Path, probe: bool) -> None:
-    import test_aqeval_replay
+def record_aquaechr_eval(samples: Path, work: Path, out: Path, probe: bool) -> None:
+    import test_aquaechr_eval_replay
 
-    test_aqeval_replay.record(samples, work, out, extra_retrievers=("dense", "hybrid") if probe else ())
+    test_aquaechr_eval_replay.record(samples, work, out, extra_retrievers=("dense", "hybrid") if probe else ())
 
 
 def record_aquaechr(samples: Path, work: Path, out: Path, probe: bool) -> None:
@@ -99,7 +99,7 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
 
 
 RECORDINGS = {
-    "aqeval.jsonl": record_aqeval,
+    "aquaechr_eval.jsonl": record_aquaechr_eval,
     "aquaechr.jsonl": record_aquaechr,
     "case_barexam.jsonl": record_case_barexam,
     "casefacts.jsonl": record_casefacts,

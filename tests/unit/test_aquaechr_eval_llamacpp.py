@@ -11,7 +11,7 @@ from caseforge.tasks.aquaechr.eval.nli import make_nli
 from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate
 from caseforge.warehouse import connect
 
-ITEMS = Path(__file__).resolve().parent.parent / "fixtures" / "aqeval" / "items.json"
+ITEMS = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr_eval" / "items.json"
 
 
 def smollm2_backend():

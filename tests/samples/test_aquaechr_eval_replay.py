@@ -21,7 +21,7 @@ from caseforge.tasks.aquaechr.eval.citations import parse_answer  # noqa: E402
 from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
 
-REPLAY = HERE.parent / "fixtures" / "replay" / "aqeval.jsonl"
+REPLAY = HERE.parent / "fixtures" / "replay" / "aquaechr_eval.jsonl"
 MODEL = "double-aqeval-1"
 LIMIT = 3
 RECORDED = ("rtg-llatrieval", "posthoc-rarr")
@@ -115,7 +115,7 @@ def record(samples: Path, work: Path, out: Path = REPLAY, extra_retrievers: tupl
 
     `extra_retrievers` then also runs rtg-vanilla on all items with those retrievers and exports every
     call to <out>_probe.jsonl (the identity stability check reads it; it is not a fixture)."""
-    from aqeval_doubles import ScriptedAqevalBackendDouble
+    from aquaechr_eval_doubles import ScriptedAqevalBackendDouble
 
     from caseforge.llm.backends.replay import export_replay
     from caseforge.tasks.aquaechr.eval.nli import make_nli

@@ -9,7 +9,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from aqeval_doubles import ScriptedAqevalBackendDouble  # noqa: E402
+from aquaechr_eval_doubles import ScriptedAqevalBackendDouble  # noqa: E402
 
 from caseforge.tasks.aquaechr.eval import store  # noqa: E402
 from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file  # noqa: E402
@@ -18,7 +18,7 @@ from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate  # noqa: 
 from caseforge.tasks.aquaechr.eval.systems import SYSTEMS  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
 
-ITEMS = HERE.parent / "fixtures" / "aqeval" / "items.json"
+ITEMS = HERE.parent / "fixtures" / "aquaechr_eval" / "items.json"
 
 
 def load():
@@ -145,7 +145,7 @@ def test_bertscore_with_the_local_minilm_model():
 
 @pytest.mark.parametrize("system", ["rtg-vanilla", "posthoc-rarr"])
 def test_all_nli_questions_are_asked_in_one_batch(db_path, system):
-    from aqeval_doubles import SubstringNLIDouble
+    from aquaechr_eval_doubles import SubstringNLIDouble
 
     from caseforge.tasks.aquaechr.eval.nli import MemoNLI
 
