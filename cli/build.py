@@ -9,10 +9,10 @@ from caseforge.flows import registry
 
 
 def casefacts_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", default="replay", help="LLM backend (replay, openai, llamacpp, vllm)")
-    parser.add_argument("--model", help="generator model")
+    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
+    parser.add_argument("--model", help="generator model (default: the settings file's)")
     parser.add_argument("--validator-model", dest="validator_model",
-                        help="validator model (a different family from the generator)")
+                        help="validator model, of another family than the generator (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="JSONL replay file for --llm replay")
     parser.add_argument("--limit", type=int, help="only the first N cases")
     parser.add_argument("--seed", type=int, default=13)
@@ -29,10 +29,10 @@ def aquaechr_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategies", default="iv-c,iv-b,iv-a",
                         help="comma list of i,ii,iii,iv-a,iv-b,iv-c (search ones run as a cascade c→b→a)")
     parser.add_argument("--guides", nargs="*", help="guide ids (default: all in curated.guide_paragraphs)")
-    parser.add_argument("--llm", default="replay", help="LLM backend: replay, openai, llamacpp, vllm")
-    parser.add_argument("--model", default="qwen2.5-7b-instruct", help="generator model")
+    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
+    parser.add_argument("--model", help="generator model (default: the settings file's)")
     parser.add_argument("--judge-model", dest="judge_model",
-                        help="judge model (default: --model; another family is better)")
+                        help="judge model, of another family than the generator (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
     parser.add_argument("--limit", type=int, help="source windows per guide and strategy")
     parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3,
@@ -62,8 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.dataset == "casefacts":     # a refused model pairing is a usage error, not a failed run
-        from caseforge.tasks.casefacts.build import make_config
+        from caseforge.tasks.casefacts.build import make_backends, make_config
 
-        make_config(args.model, args.validator_model, allow_same_family=args.allow_same_family)
+        make_config(make_backends(args.llm, args.model, args.validator_model, args.replay_file),
+                    allow_same_family=args.allow_same_family)
     flow = registry.BUILDERS[args.dataset].flow()
     return finish(run_flow(flow, **flow_arguments(flow, args)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from caseforge.cli.common import CommandFailed, add_db_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import add_db_option, finish, flow_arguments, run_flow
 from caseforge.flows import registry
 
 RETRIEVERS = ("bm25", "qlm", "dense", "hybrid")
@@ -19,8 +19,8 @@ KEY_METRICS = ("n", "recall@1", "recall@5", "recall@10", "evidence_score", "evid
 def _retrieval_options(parser: argparse.ArgumentParser, k: int) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--k", type=int, default=k, help=f"evidence passed on / scored (default {k})")
-    parser.add_argument("--llm", help="LLM backend (replay, openai, llamacpp, vllm)")
-    parser.add_argument("--model", help="model name for the backend")
+    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
+    parser.add_argument("--model", help="the evaluated model (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
     parser.add_argument("--index-dir", dest="index_dir", help="folder of persisted indexes (default data/indexes)")
     parser.add_argument("--mu", type=float, default=2000.0, help="QLM Dirichlet prior (default 2000)")
@@ -86,15 +86,16 @@ def casegen_options(parser: argparse.ArgumentParser) -> None:
 def aquaechr_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", required=True,
                         choices=("closed-book", "rtg-vanilla", "rtg-llatrieval", "posthoc-vanilla", "posthoc-rarr"))
-    parser.add_argument("--model", required=True, help="model name for the backend")
-    parser.add_argument("--llm", required=True, help="LLM backend (replay, openai, llamacpp, vllm)")
+    parser.add_argument("--model", help="the evaluated model (default: the settings file's)")
+    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
     parser.add_argument("--items", dest="items_file",
                         help="expert-annotation JSON file to evaluate on (default: curated.aquaechr_qa kept rows)")
     parser.add_argument("--names", dest="names_file",
                         help="case id → name JSON (default: caseid_to_name.json next to --items)")
     parser.add_argument("--nli", default="llm", help="NLI judge: 'llm' (default) or 'cross-encoder:<local path>'")
-    parser.add_argument("--nli-model", dest="nli_model", help="--nli llm: judge model (default: --model)")
+    parser.add_argument("--nli-model", dest="nli_model",
+                        help="--nli llm: judge model (default: the settings' nli role, else --model)")
     parser.add_argument("--k", type=int, default=5, help="passages shown to the model (default 5)")
     parser.add_argument("--retriever", default="bm25", choices=RETRIEVERS)
     parser.add_argument("--max-rounds", dest="max_rounds", type=int, default=2,
@@ -114,8 +115,8 @@ def aquaechr_options(parser: argparse.ArgumentParser) -> None:
 def aquaechr_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold", required=True,
                         help="CSV: question,answer,comprehensiveness,conciseness,answer_fluency")
-    parser.add_argument("--llm", default="replay", help="LLM backend: replay, openai, llamacpp, vllm")
-    parser.add_argument("--model", "--judge-model", dest="model", required=True, help="the judge model")
+    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
+    parser.add_argument("--model", "--judge-model", dest="model", help="the judge model (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
     parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3)
 
@@ -156,9 +157,6 @@ def run(args: argparse.Namespace) -> int:
 
         make_params(args.models, args.llm, args.judge_model, allow_same_family=args.allow_same_family,
                     skip_judge=args.skip_judge)
-    if args.evaluation in ("case",) or getattr(args, "system", None) in ("closed-book", "retrieve-verify", "case"):
-        if not (args.llm and args.model):
-            raise CommandFailed([f"--system {args.system} needs --llm BACKEND and --model M"])
     flow = registry.EVALUATIONS[args.evaluation].flow()
     report = run_flow(flow, **flow_arguments(flow, args))
     if args.evaluation == "aquaechr-filter":

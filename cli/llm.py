@@ -9,7 +9,8 @@ from pathlib import Path
 from caseforge.cli.common import CommandFailed, add_db_option, print_rows
 from caseforge.config import settings as load_settings
 from caseforge.llm.backends import REGISTRY
-from caseforge.llm.config import backend_for, llm_choice, load_config_file
+from caseforge import settings_file
+from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
 
 # what each backend needs installed, for `llm models`
@@ -19,7 +20,8 @@ _NEEDS = {"replay": None, "openai": "httpx", "llamacpp": "llama_cpp", "vllm": "v
 def _add_choice_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm", dest="backend", choices=sorted(REGISTRY), help="backend (default: configured)")
     parser.add_argument("--model", help="model name (default: configured)")
-    parser.add_argument("--step", help="use this step's configured choice, e.g. casefacts/validate")
+    parser.add_argument("--step", help="use this step's configured choice, e.g. casefacts.factuality")
+    parser.add_argument("--role", choices=ROLES, default="generator", help="the role to show or use (default generator)")
     parser.add_argument("--replay-file", help="JSONL replay file (replay backend)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai backend), e.g. http://127.0.0.1:8000/v1")
 
@@ -51,22 +53,40 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _choice(args):
-    return llm_choice(step=args.step, backend=args.backend, model=args.model, replay_file=args.replay_file,
-                      base_url=getattr(args, "base_url", None))
+    return llm_choice(step=args.step, role=args.role, backend=args.backend, model=args.model,
+                      replay_file=args.replay_file, base_url=getattr(args, "base_url", None))
 
 
 def run_models(args: argparse.Namespace) -> int:
+    """Each role's choice, then each configured step's, then the pipelines' steps and their roles."""
+    from caseforge.flows import registry
+
     rows = []
-    steps = [args.step] if args.step else [None] + sorted((load_config_file().get("steps") or {}))
-    for step in steps:
-        choice = _choice(argparse.Namespace(**{**vars(args), "step": step}))
-        options = ", ".join(f"{k}={v}" for k, v in sorted(choice.options.items()))
-        rows.append((step or "(default)", choice.backend, choice.model, choice.family, options))
-    print_rows(["step", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
+    for role in ROLES:
+        try:
+            choice = llm_choice(role=role, backend=args.backend, model=args.model, replay_file=args.replay_file)
+            rows.append(("(any)", role, choice.backend, choice.model, choice.family, _options(choice)))
+        except ValueError as exc:
+            rows.append(("(any)", role, args.backend or "-", "-", "-", str(exc)))
+    for name, entry in sorted(registry.llm_steps().items()):
+        for step, role in sorted(entry.items()):
+            try:
+                choice = llm_choice(step=step, role=role, backend=args.backend, model=args.model,
+                                    replay_file=args.replay_file)
+                rows.append((step, role, choice.backend, choice.model, choice.family, _options(choice)))
+            except ValueError as exc:
+                rows.append((step, role, args.backend or "-", "-", "-", str(exc)))
+    print_rows(["step", "role", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
+    found = settings_file.user_file()
+    print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}")
     installed = [(name, "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)")
                  for name, needs in sorted(_NEEDS.items())]
     print_rows(["backend", "installed"], installed, "table", out=sys.stdout)
     return 0
+
+
+def _options(choice) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(choice.options.items()))
 
 
 def run_ping(args: argparse.Namespace) -> int:

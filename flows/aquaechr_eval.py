@@ -14,7 +14,7 @@ PREFECT_JUDGE_STEPS = as_tasks(run.JudgeSteps(), "aquaechr-judge-agreement")
 
 
 @flow(name="aquaechr-eval", log_prints=True)
-def aquaechr_eval(system: str, llm: str, model: str, db: str | None = None, replay_file: str | None = None,
+def aquaechr_eval(system: str, llm: str | None = None, model: str | None = None, db: str | None = None, replay_file: str | None = None,
                   items_file: str | None = None, names_file: str | None = None, nli: str = "llm",
                   nli_model: str | None = None, k: int = 5, retriever: str = "bm25", max_rounds: int = 2,
                   limit: int | None = None, bertscore_model: str | None = None, no_bertscore: bool = False,
@@ -29,7 +29,7 @@ def aquaechr_eval(system: str, llm: str, model: str, db: str | None = None, repl
 
 
 @flow(name="aquaechr-judge-agreement", log_prints=True)
-def aquaechr_judge_agreement(gold: str, model: str, llm: str = "replay", db: str | None = None,
+def aquaechr_judge_agreement(gold: str, model: str | None = None, llm: str | None = None, db: str | None = None,
                              replay_file: str | None = None, low_quality_at: int = 3):
     """F1 and confusion matrix of the quality judge `model` against expert scores in the `gold` CSV."""
     report = run.evaluate_judge(load_settings(db), gold, llm, model, replay_file, low_quality_at,

@@ -12,7 +12,7 @@ PREFECT_STEPS = as_tasks(run.Steps(), "case-eval")
 
 
 @flow(name="case-eval", log_prints=True)
-def case_eval(system: str, llm: str, model: str, db: str | None = None, k: int = 5, limit: int | None = None,
+def case_eval(system: str, llm: str | None = None, model: str | None = None, db: str | None = None, k: int = 5, limit: int | None = None,
               replay_file: str | None = None, retriever: str = "bm25", max_rounds: int = 2, seed: int = 0,
               index_dir: str | None = None, mu: float = 2000.0, rrf_k: int = 60, dense_model: str | None = None,
               out_dir: str | None = None):

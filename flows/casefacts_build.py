@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
 from caseforge.flows.common import final_state
-from caseforge.tasks.casefacts.build import build, make_config
+from caseforge.tasks.casefacts.build import build, make_backends, make_config
 
 _TASKS: dict[str, object] = {}
 
@@ -20,14 +20,16 @@ def as_task(name, fn):
 
 
 @flow(name="casefacts-build", log_prints=True)
-def casefacts_build(db: str | None = None, llm: str = "replay", model: str | None = None,
+def casefacts_build(db: str | None = None, llm: str | None = None, model: str | None = None,
                     validator_model: str | None = None, replay_file: str | None = None, limit: int | None = None,
                     seed: int = 13, embedder: str = "sentence-transformers", embedder_path: str | None = None,
                     min_positives: int = 5, allow_same_family: bool = False):
     """Claims → factuality → same-case → embeddings → calibrated windows → cross-case → overrulings
-    (temporal rule) → overlap merges → negations → splits, each stage gated into its own table."""
-    config = make_config(model, validator_model, limit, seed, embedder, embedder_path, min_positives,
-                         allow_same_family)
-    report = build(load_settings(db), config, llm, replay_file, stage=as_task)
+    (temporal rule) → overlap merges → negations → splits, each stage gated into its own table.
+
+    Backend and models: the arguments where given, the settings file's otherwise (caseforge.llm.config)."""
+    backends = make_backends(llm, model, validator_model, replay_file)
+    config = make_config(backends, limit, seed, embedder, embedder_path, min_positives, allow_same_family)
+    report = build(load_settings(db), config, backends, stage=as_task)
     publish_report(report, "casefacts-build", "CaseFacts build")
     return final_state(report)

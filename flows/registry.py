@@ -185,6 +185,21 @@ EVALUATIONS: dict[str, Evaluation] = {e.name: e for e in (
     Evaluation("aquaechr-filter", "AQuAECHR: the quality judge's F1 against expert scores", _aquaechr_judge),
 )}
 
+def llm_steps() -> dict[str, dict[str, str]]:
+    """Every pipeline's LLM steps (as ops.llm_calls names them; * matches any suffix) and their roles."""
+    from caseforge.tasks.aquaechr.build import LLM_STEPS as aquaechr_build
+    from caseforge.tasks.aquaechr.eval.judge_agreement import LLM_STEPS as aquaechr_judge
+    from caseforge.tasks.aquaechr.eval.systems import LLM_STEPS as aquaechr_eval
+    from caseforge.tasks.case.eval.barexam import LLM_STEPS as case_eval
+    from caseforge.tasks.casefacts.config import LLM_STEPS as casefacts_build
+    from caseforge.tasks.casefacts.eval.systems import LLM_STEPS as casefacts_eval
+    from caseforge.tasks.casegen.eval.pipeline import LLM_STEPS as casegen_eval
+
+    return {"build casefacts": casefacts_build, "build aquaechr": aquaechr_build,
+            "eval casefacts": casefacts_eval, "eval case": case_eval, "eval casegen": casegen_eval,
+            "eval aquaechr": aquaechr_eval, "eval aquaechr-filter": aquaechr_judge}
+
+
 RELEASES: dict[str, Release] = {r.name: r for r in (
     Release("scotus", "U.S. Supreme Court case summaries (curated.scotus_cases)", _scotus_release,
             inputs=("curated.scotus_cases",)),

@@ -238,8 +238,8 @@ def record_replay(samples_dir, db_path, replay_path):
     report = StageReport("aquaechr (recording)")
     config = steps.BuildConfig(strategies=parse_strategies(SAMPLE_STRATEGIES), limit=SAMPLE_LIMIT)
     steps.build(con, start_run(con, "build", "aquaechr"), report,
-                ScriptedLegalBackendDouble(GENERATOR_MODEL, low_when=sample_low_when),
-                ScriptedLegalBackendDouble(JUDGE_MODEL, low_when=sample_low_when),
+                steps.make_backends(backend=ScriptedLegalBackendDouble(GENERATOR_MODEL, low_when=sample_low_when),
+                                    judge_backend=ScriptedLegalBackendDouble(JUDGE_MODEL, low_when=sample_low_when)),
                 SentenceTransformerEmbedder(None), config)
     written = export_replay(con, replay_path)
     con.close()

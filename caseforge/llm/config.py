@@ -1,37 +1,41 @@
-"""Which backend and model a step uses: configuration, not code.
+"""Which backend and model answer a step: configuration, not code.
 
-Precedence, first wins:
-  1. arguments (the CLI's --llm / --model / --replay-file)
-  2. per-step environment: CASEFORGE_LLM_<STEP>_BACKEND, CASEFORGE_LLM_<STEP>_MODEL
-     (<STEP> upper-cased, anything not a letter or digit becomes "_": "casefacts/validate" → CASEFACTS_VALIDATE)
-  3. environment: CASEFORGE_LLM_BACKEND, CASEFORGE_LLM_MODEL
-  4. TOML file ($CASEFORGE_LLM_CONFIG, else ./caseforge.toml if present):
-       [llm]
-       backend = "openai"
-       model = "Qwen/Qwen2.5-7B-Instruct"
-       [llm.options]                       # handed to the backend (base_url, concurrency, ...)
-       concurrency = 64
-       [llm.steps."casefacts/validate"]    # one step's own choice
-       model = "meta-llama/Llama-3.1-8B-Instruct"
-  5. defaults: the llamacpp backend with SmolLM2-135M-Instruct (runs anywhere; for trying the
-     pipeline, not for building a real benchmark).
+Every LLM step has a name (the `step` it records in ops.llm_calls, e.g. "casefacts.factuality",
+"aquaechr-judge") and a role: `generator` writes, `validator` checks what was written, `judge`
+scores quality, `nli` decides entailment, `system` is the model an evaluation evaluates. Backend and
+model are chosen, first wins:
+
+  1. arguments (the command line's --llm / --model / --validator-model / ...);
+  2. environment for the step: CASEFORGE_LLM_<STEP>_BACKEND / _MODEL
+     (<STEP> upper-cased, anything not a letter or digit becomes "_": "casefacts.factuality" →
+     CASEFORGE_LLM_CASEFACTS_FACTUALITY_MODEL);
+  3. environment for the role: CASEFORGE_LLM_<ROLE>_BACKEND / _MODEL (e.g. CASEFORGE_LLM_VALIDATOR_MODEL);
+  4. environment for everything: CASEFORGE_LLM_BACKEND / CASEFORGE_LLM_MODEL;
+  5. the settings file (caseforge.settings_file): [llm.steps."<step>"] (a key may hold * wildcards),
+     then [llm.roles.<role>], then [llm] backend;
+  6. the chosen backend's default model for the role ([llm.models.<backend>] — only llamacpp has them:
+     SmolLM2 generates, Gemma 3 270M checks; `system` defaults to the generator's model).
+Options are laid over each other the same way: [llm.backends.<backend>.options], [llm.roles.<role>.options],
+[llm.steps."<step>".options], then arguments.
 """
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import re
-import tomllib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from caseforge import settings_file
 from caseforge.families import family_of
 from caseforge.llm.backends import REGISTRY, get_backend
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BACKEND = "llamacpp"
-DEFAULT_MODELS = {"llamacpp": "smollm2-135m-instruct"}
+ROLES = ("generator", "validator", "judge", "nli", "system")
+PATHLIKE_OPTION = re.compile(r"(_path|_file|_dir|api_key)$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class LLMChoice:
     model: str
     options: dict = field(default_factory=dict)
     step: str | None = None
+    role: str = "generator"
 
     @property
     def family(self) -> str:
@@ -48,56 +53,113 @@ class LLMChoice:
     def describe(self) -> str:
         return f"{self.backend}:{self.model}"
 
+    def identity(self) -> dict:
+        """What of this choice changes answers: backend, model and options, without paths and keys (which
+        differ between machines, not between answers)."""
+        return {"backend": self.backend, "model": self.model,
+                "options": {k: v for k, v in sorted(self.options.items()) if not PATHLIKE_OPTION.search(k)}}
 
-def _env_key(step: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", step).strip("_").upper()
+
+def _env_key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper()
 
 
-def load_config_file(path: str | Path | None = None) -> dict:
-    """The [llm] table of the TOML config ({} when there is no file)."""
-    explicit = path or os.environ.get("CASEFORGE_LLM_CONFIG")
-    candidate = Path(explicit) if explicit else Path("caseforge.toml")
-    if not candidate.exists():
-        if explicit:
-            raise FileNotFoundError(f"LLM config file not found: {candidate}")
+def _step_table(config: dict, step: str | None) -> dict:
+    if not step:
         return {}
-    with candidate.open("rb") as handle:
-        try:
-            data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{candidate}: not valid TOML ({exc})") from exc
-    return data.get("llm", {})
+    steps = config.get("steps") or {}
+    if step in steps:
+        return steps[step]
+    matches = sorted(key for key in steps if any(ch in key for ch in "*?[") and fnmatch.fnmatchcase(step, key))
+    return steps[matches[-1]] if matches else {}
 
 
-def llm_choice(step: str | None = None, backend: str | None = None, model: str | None = None,
-               config_path: str | Path | None = None, **options) -> LLMChoice:
-    config = load_config_file(config_path)
-    step_config = (config.get("steps") or {}).get(step, {}) if step else {}
-    env_step = f"CASEFORGE_LLM_{_env_key(step)}_" if step else None
+def llm_choice(step: str | None = None, role: str = "generator", backend: str | None = None,
+               model: str | None = None, config_path: str | Path | None = None, **options) -> LLMChoice:
+    if role not in ROLES:
+        raise ValueError(f"unknown LLM role {role!r}; roles are {', '.join(ROLES)}")
+    config = settings_file.load(config_path).get("llm", {})
+    step_config = _step_table(config, step)
+    role_config = (config.get("roles") or {}).get(role, {})
 
     def pick(name: str):
         explicit = {"backend": backend, "model": model}[name]
         if explicit:
             return explicit
-        if env_step and os.environ.get(env_step + name.upper()):
-            return os.environ[env_step + name.upper()]
-        if os.environ.get(f"CASEFORGE_LLM_{name.upper()}"):
-            return os.environ[f"CASEFORGE_LLM_{name.upper()}"]
-        return step_config.get(name) or config.get(name)
+        for prefix in ([f"CASEFORGE_LLM_{_env_key(step)}_"] if step else []) + [f"CASEFORGE_LLM_{role.upper()}_",
+                                                                                 "CASEFORGE_LLM_"]:
+            if os.environ.get(prefix + name.upper()):
+                return os.environ[prefix + name.upper()]
+        return step_config.get(name) or role_config.get(name) or (config.get(name) if name == "backend" else None)
 
-    chosen_backend = pick("backend") or DEFAULT_BACKEND
+    chosen_backend = pick("backend") or "llamacpp"
     if chosen_backend not in REGISTRY:
         raise ValueError(f"unknown LLM backend {chosen_backend!r}; choose one of {', '.join(sorted(REGISTRY))}")
-    chosen_model = pick("model") or DEFAULT_MODELS.get(chosen_backend)
+    defaults = (config.get("models") or {}).get(chosen_backend) or {}
+    chosen_model = pick("model") or defaults.get(role) or (defaults.get("generator") if role == "system" else None)
     if not chosen_model:
-        raise ValueError(f"no model configured for the {chosen_backend} backend"
-                         f"{' (step ' + step + ')' if step else ''}: pass --model or set CASEFORGE_LLM_MODEL")
-    merged = {**(config.get("options") or {}), **(step_config.get("options") or {})}
+        where = f"step {step}, " if step else ""
+        raise ValueError(f"no model configured for the {chosen_backend} backend ({where}role {role}): pass --model, "
+                         f"set CASEFORGE_LLM_{role.upper()}_MODEL, or [llm.roles.{role}] model in the settings file")
+    merged = {**((config.get("backends") or {}).get(chosen_backend, {}).get("options") or {}),
+              **(role_config.get("options") or {}), **(step_config.get("options") or {})}
     if os.environ.get("CASEFORGE_REPLAY_FILE"):
         merged.setdefault("replay_file", os.environ["CASEFORGE_REPLAY_FILE"])
     merged.update({k: v for k, v in options.items() if v is not None})
-    return LLMChoice(chosen_backend, chosen_model, merged, step)
+    return LLMChoice(chosen_backend, chosen_model, merged, step, role)
+
+
+def retry_failed() -> bool:
+    """Whether jobs ask again, once, what a cached failure answered ([llm] retry_failed, or
+    CASEFORGE_LLM_RETRY_FAILED=1)."""
+    if os.environ.get("CASEFORGE_LLM_RETRY_FAILED"):
+        return os.environ["CASEFORGE_LLM_RETRY_FAILED"].lower() not in ("0", "false", "no")
+    return bool(settings_file.section("llm").get("retry_failed", False))
+
+
+_LOADED: dict[tuple, object] = {}
+_LOCK = threading.Lock()
+IN_PROCESS = ("llamacpp", "vllm")      # backends that load a model into this process
 
 
 def backend_for(choice: LLMChoice):
-    return get_backend(choice.backend, choice.model, **choice.options)
+    """The backend of a choice. A model loaded into this process (llamacpp, vllm) is loaded once and serves
+    every step that uses it with the same options."""
+    if choice.backend not in IN_PROCESS:
+        return get_backend(choice.backend, choice.model, **choice.options)
+    key = (choice.backend, choice.model, repr(sorted(choice.options.items())))
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = get_backend(choice.backend, choice.model, **choice.options)
+        return _LOADED[key]
+
+
+def backend(step: str | None = None, role: str = "generator", llm: str | None = None, model: str | None = None,
+            **options):
+    """The backend that answers `step` in `role` (see the module docstring for how it is chosen)."""
+    return backend_for(llm_choice(step, role, llm, model, **options))
+
+
+class Backends:
+    """The backends of one pipeline run, per step and role.
+
+    `llm` and `models` are what the command line gave (None: the settings decide); `fixed` maps a role
+    to a ready backend (test doubles), which then answers every step of that role."""
+
+    def __init__(self, llm: str | None = None, models: dict[str, str | None] | None = None,
+                 fixed: dict[str, object] | None = None, **options):
+        self.llm, self.models, self.fixed = llm, dict(models or {}), dict(fixed or {})
+        self.options = {k: v for k, v in options.items() if v is not None}
+
+    def choice(self, step: str | None, role: str) -> LLMChoice:
+        fixed = self.fixed.get(role)
+        if fixed is not None:
+            return LLMChoice(getattr(fixed, "name", "fixed"), fixed.model, {}, step, role)
+        return llm_choice(step, role, self.llm, self.models.get(role), **self.options)
+
+    def for_step(self, step: str | None, role: str):
+        fixed = self.fixed.get(role)
+        return fixed if fixed is not None else backend_for(self.choice(step, role))
+
+    def model(self, role: str, step: str | None = None) -> str:
+        return self.choice(step, role).model

@@ -4,7 +4,14 @@ Every answer is cached in ops.llm_calls under its request identity. A repeated r
 from the cache; a job killed halfway and started again sends only what had not finished, because
 finished calls are committed in batches while the job runs (one transaction per `batch_size` calls
 or per ten seconds, never one per call) and again when it is interrupted.
-Answers that fail to parse are asked again (with another seed) after the first pass over all.
+
+Only what another attempt can fix is asked again, after the first pass over all: an answer that
+failed to parse when the request samples (temperature > 0, so another seed gives another answer), or
+a backend error the backend marks retryable. A greedy (temperature 0) request gives the same answer
+again, and a prompt that does not fit the context window never fits: those fail at once. A prose
+answer cut off at max_tokens is a failure, not a short answer. Tokens and latency are summed over a
+request's attempts. A failure stays cached; `retry_failed` (or [llm] retry_failed in the settings)
+asks those requests once more.
 """
 from __future__ import annotations
 
@@ -84,14 +91,18 @@ def run_job(
     requests: list[LLMRequest],
     output_model: type[BaseModel],
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-    retry_failed: bool = False,
+    retry_failed: bool | None = None,
 ) -> JobResult:
     """Answer every request (cache first), parse into `output_model`, record everything.
 
-    Invalid output is retried up to `max_attempts` times (with a varied seed), then recorded as a
-    failure with the raw text. Failures recorded by an earlier run count as finished unless
-    `retry_failed`. The caller decides what a failure means for its step.
+    Output that can change on another attempt is retried up to `max_attempts` times (with a varied
+    seed), then recorded as a failure with the raw text. Failures recorded by an earlier run count as
+    finished unless `retry_failed` (default: the settings' [llm] retry_failed). The caller decides what
+    a failure means for its step.
     """
+    if retry_failed is None:
+        from caseforge.llm.config import retry_failed as configured
+        retry_failed = configured()
     keys = [r.key for r in requests]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{step}: request keys must be unique within a job")
@@ -121,6 +132,7 @@ def run_job(
     attempts = min(max_attempts, int(getattr(backend, "max_attempts", max_attempts)))
     progress = Progress(f"llm {step}", total=len(pending))
     writer = _CallWriter(con, flush_every=max(1, int(getattr(backend, "batch_size", 64))))
+    spent: dict[str, _Spent] = {}
     todo = pending
     try:
         for attempt in range(1, attempts + 1):
@@ -135,11 +147,13 @@ def run_job(
                     result.backend_calls += 1
                     result.prompt_tokens += completion.prompt_tokens or 0
                     result.completion_tokens += completion.completion_tokens or 0
+                    spent.setdefault(identity, _Spent()).add(completion)
                     parsed, error = _parse(completion, output_model)
-                    if parsed is None and attempt < attempts:
+                    if parsed is None and attempt < attempts and _another_attempt_can_help(request, completion):
                         retry.append((identity, request))
                         continue
-                    writer.add(_call_row(step, backend, identity, request, completion, parsed, error, attempt))
+                    writer.add(_call_row(step, backend, identity, request, completion, parsed, error, attempt,
+                                         spent.pop(identity)))
                     for same in by_identity[identity]:
                         if parsed is not None:
                             result.outputs[same.key] = parsed
@@ -156,6 +170,28 @@ def run_job(
     if result.failures:
         log.warning("llm %s: %d of %d requests failed", step, len(result.failures), len(requests))
     return result
+
+
+def _another_attempt_can_help(request: LLMRequest, completion: Completion) -> bool:
+    """A backend error the backend calls retryable, or unparseable output of a request that samples."""
+    if completion.error is not None:
+        return completion.retryable
+    return request.params.temperature > 0
+
+
+class _Spent:
+    """Tokens and latency of every attempt at one request."""
+
+    def __init__(self):
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.latency_s: float | None = None
+
+    def add(self, completion: Completion) -> None:
+        for name in ("prompt_tokens", "completion_tokens", "latency_s"):
+            value = getattr(completion, name)
+            if value is not None:
+                setattr(self, name, (getattr(self, name) or 0) + value)
 
 
 def _completions_as_finished(backend, requests: list[LLMRequest]) -> Iterator[tuple[int, Completion]]:
@@ -193,20 +229,22 @@ def _completions_as_finished(backend, requests: list[LLMRequest]) -> Iterator[tu
 def _parse(completion: Completion, output_model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
     if completion.error is not None:
         return None, completion.error
+    if output_model is FreeText and completion.finish_reason == "length":
+        return None, f"answer cut off at max_tokens ({completion.completion_tokens or '?'} tokens)"
     try:
         return parse_output(completion.text, output_model), None
     except InvalidOutput as exc:
         return None, str(exc)
 
 
-def _call_row(step, backend, identity, request, completion, parsed, error, attempts) -> tuple:
-    """One ops.llm_calls row, in CALL_COLUMNS order."""
+def _call_row(step, backend, identity, request, completion, parsed, error, attempts, spent: _Spent) -> tuple:
+    """One ops.llm_calls row, in CALL_COLUMNS order (tokens and latency summed over the attempts)."""
     return (
         identity, step, backend.name, backend.model, request.template_id, request.template_sha,
         request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
         "ok" if parsed is not None else "failed", None if parsed is not None else (error or "no output"),
-        attempts, completion.prompt_tokens, completion.completion_tokens,
-        None if completion.latency_s is None else completion.latency_s * 1000.0, datetime.now(timezone.utc),
+        attempts, spent.prompt_tokens, spent.completion_tokens,
+        None if spent.latency_s is None else spent.latency_s * 1000.0, datetime.now(timezone.utc),
     )
 
 

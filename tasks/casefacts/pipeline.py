@@ -12,6 +12,7 @@ import pandas as pd
 
 from caseforge.artifacts import publish_table
 from caseforge.llm import SamplingParams, request_from_template, run_job
+from caseforge.llm.config import Backends
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.tasks.casefacts import models as out
@@ -35,9 +36,17 @@ class BuildContext:
     run_id: int | None
     report: StageReport
     config: BuildConfig
-    backends: dict[str, object]          # role ("generator" | "validator") → backend
+    backends: Backends | dict            # per step and role; a dict of role → backend (test doubles) works too
     embedder: object = None
     cases: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def __post_init__(self):
+        if isinstance(self.backends, dict):
+            self.backends = Backends(fixed=self.backends)
+
+    def backend(self, step: str):
+        """The backend answering `step` (its role from the config; its model from the settings)."""
+        return self.backends.for_step(f"casefacts.{step}", self.config.role_of(step))
 
     def case(self, case_id: int) -> dict:
         return self._by_id[int(case_id)]
@@ -53,8 +62,7 @@ def _params(config: BuildConfig, step: str, max_tokens: int = 400) -> SamplingPa
 
 
 def _job(ctx: BuildContext, step: str, requests: list, model_cls):
-    role = ctx.config.role_of(step)
-    backend = ctx.backends[role]
+    backend = ctx.backend(step)
     result = run_job(ctx.con, f"casefacts.{step}", backend, requests, model_cls)
     for name, value in result.counts().items():
         ctx.report.add(f"{step}.{name}", value)
@@ -126,7 +134,7 @@ def generate_claims(ctx: BuildContext) -> pd.DataFrame:
                 continue
             seen.add(claim.lower())
             rows.append({"claim_id": f"c{r['case_id']}-{i}", "case_id": int(r["case_id"]), "claim_index": i,
-                         "claim": claim, "model": ctx.backends["generator"].model})
+                         "claim": claim, "model": ctx.backend("generate").model})
     return _load(ctx, "generated", pd.DataFrame(rows), "claim_id")
 
 
@@ -146,12 +154,12 @@ def check_factuality(ctx: BuildContext, generated: pd.DataFrame) -> pd.DataFrame
         if key in result.failures:
             rows.append({"claim_id": r["claim_id"], "case_id": r["case_id"], "supported": None,
                          "status": "llm_failed", "reason": result.failures[key].reason[:500],
-                         "model": ctx.backends["validator"].model})
+                         "model": ctx.backend("factuality").model})
         else:
             verdict = result.outputs[key]
             rows.append({"claim_id": r["claim_id"], "case_id": r["case_id"], "supported": verdict.supported,
                          "status": "supported" if verdict.supported else "unsupported", "reason": verdict.reason,
-                         "model": ctx.backends["validator"].model})
+                         "model": ctx.backend("factuality").model})
     table = _load(ctx, "factuality", pd.DataFrame(rows), "claim_id")
     ctx.report.add("factuality.removed", int((table["status"] != "supported").sum()) if len(table) else 0)
     keep = set(table.loc[table["status"] == "supported", "claim_id"]) if len(table) else set()

@@ -99,6 +99,7 @@ def test_cli_build_then_export(db, tmp_path):
     from caseforge.cli import main
 
     code = main(["build", "casefacts", "--llm", "replay", "--replay-file", str(REPLAY_FILE), "--embedder", "hashing",
+                 "--model", DEMO_CONFIG["generator_model"], "--validator-model", DEMO_CONFIG["validator_model"],
                  "--min-positives", "2", "--db", str(db)])
     assert code == 0
     out = tmp_path / "export"

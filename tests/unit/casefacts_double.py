@@ -162,7 +162,8 @@ def load_demo_cases(con, samples_dir: Path, scratch: Path | None = None) -> None
     assert not report.failures, report.failures
 
 
-DEMO_CONFIG = dict(embedder="hashing", min_positives=2, test_fraction=0.2, seed=13)
+DEMO_CONFIG = dict(embedder="hashing", min_positives=2, test_fraction=0.2, seed=13,
+                   generator_model="Qwen/Qwen3-Next-80B-A3B-Instruct", validator_model="google/gemma-3-27b-it")
 
 
 def run_with_double(con, embedder_kind: str = "hashing"):

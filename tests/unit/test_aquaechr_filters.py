@@ -6,7 +6,7 @@ from aquaechr_support import BagOfWordsEmbedderDouble, ScriptedLegalBackendDoubl
 
 from caseforge.runs import StageReport
 from caseforge.tasks.aquaechr import filters
-from caseforge.tasks.aquaechr.build import BuildConfig, build
+from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
 from caseforge.tasks.aquaechr.search import duplicates
 from caseforge.tasks.aquaechr.sentences import Paragraph, split_paragraph
 from caseforge.tasks.aquaechr.strategies import Candidate, Window, make_windows, parse_strategies
@@ -125,7 +125,7 @@ def _build(db_path, strategies, **double_options):
     backend = ScriptedLegalBackendDouble(**double_options)
     judge = ScriptedLegalBackendDouble(model="double-judge", **double_options)
     report = StageReport("aquaechr test", run_id=1)
-    candidates = build(con, 1, report, backend, judge, BagOfWordsEmbedderDouble(),
+    candidates = build(con, 1, report, make_backends(backend=backend, judge_backend=judge), BagOfWordsEmbedderDouble(),
                        BuildConfig(strategies=parse_strategies(strategies), search_extra=2))
     return con, candidates, report, backend
 
@@ -159,7 +159,8 @@ def test_build_end_to_end_with_doubles_keeps_reasons_and_attribution(db_path):
     # re-running asks the model nothing new and duplicates nothing
     again_con = con
     backend2 = ScriptedLegalBackendDouble(low_when=lambda q: q.startswith("Which criteria"))
-    build(again_con, 2, StageReport("again", run_id=2), backend2, ScriptedLegalBackendDouble(model="double-judge"),
+    build(again_con, 2, StageReport("again", run_id=2),
+          make_backends(backend=backend2, judge_backend=ScriptedLegalBackendDouble(model="double-judge")),
           BagOfWordsEmbedderDouble(), BuildConfig(strategies=parse_strategies("i,ii,iii,iv-c,iv-b,iv-a"), search_extra=2))
     assert backend2.asked == []
     assert con.execute("SELECT count(*) FROM curated.aquaechr_qa").fetchone()[0] == len(rows)
@@ -175,4 +176,4 @@ def test_invalid_sentence_ids_are_recorded_not_repaired(db_path):
 def test_missing_input_tables_give_a_clear_error(db_path):
     con = connect(db_path)
     with pytest.raises(RuntimeError, match="curated.guide_paragraphs"):
-        build(con, 1, StageReport("x", run_id=1), None, None, None, BuildConfig(strategies=["i"]))
+        build(con, 1, StageReport("x", run_id=1), make_backends(backend=object()), None, BuildConfig(strategies=["i"]))

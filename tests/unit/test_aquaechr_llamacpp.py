@@ -5,7 +5,7 @@ from aquaechr_support import BagOfWordsEmbedderDouble, create_contract_tables
 from test_aquaechr_filters import CITES, GUIDE, JUDGMENTS, PASSAGES
 
 from caseforge.runs import StageReport
-from caseforge.tasks.aquaechr.build import BuildConfig, build
+from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
 from caseforge.warehouse import connect
 
 
@@ -22,7 +22,7 @@ def test_smollm2_candidates_are_kept_or_removed_with_a_reason(db_path):
     con = connect(db_path)
     create_contract_tables(con, GUIDE[:3], [c for c in CITES if c[1] in {"1", "2", "3"}], JUDGMENTS, PASSAGES)
     report = StageReport("smollm2", run_id=1)
-    candidates = build(con, 1, report, backend, backend, BagOfWordsEmbedderDouble(),
+    candidates = build(con, 1, report, make_backends(backend=backend), BagOfWordsEmbedderDouble(),
                        BuildConfig(strategies=["i", "iv-a"], limit=2, search_extra=1))
     rows = con.execute("SELECT kept, removal_reason FROM curated.aquaechr_qa").fetchall()
     assert len(rows) == len(candidates) > 0

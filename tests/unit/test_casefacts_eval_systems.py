@@ -11,6 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from legal_doubles import ScriptedLegalBackendDouble  # noqa: E402
 
+from caseforge.llm.config import Backends  # noqa: E402
+
 from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
 from caseforge.runs import StageReport  # noqa: E402
 from caseforge.tasks.casefacts.eval import retrieval as casefacts_eval  # noqa: E402
@@ -73,14 +75,14 @@ def test_retrieval_only_scores(tmp_path):
 
 
 @pytest.mark.parametrize("system", ["closed-book", "retrieve-verify", "case"])
-def test_llm_systems_with_a_test_double(system, tmp_path, monkeypatch):
+def test_llm_systems_with_a_test_double(system, tmp_path):
     prepared, corpus, names = _prepared()
     double = ScriptedLegalBackendDouble()
-    monkeypatch.setattr(casefacts_llm, "get_backend", lambda *a, **kw: double)
+    backends = Backends(fixed={"system": double})
     session = _Session(connect(tmp_path / "w.duckdb"))
     items = casefacts_llm.run_llm_system(session, system, prepared, corpus, names,
                                          lambda kind: build_retriever(kind, corpus, persist=False),
-                                         llm="double", model=double.model, replay_file=None, retriever="bm25",
+                                         backends, retriever="bm25",
                                          k=3, max_rounds=2, seed=3)
     assert [i.status for i in items] == ["ok", "ok", "ok", "skipped"], [i.reason for i in items]
     metrics = casefacts_eval.summarise(items)
@@ -94,7 +96,7 @@ def test_llm_systems_with_a_test_double(system, tmp_path, monkeypatch):
     asked = double.asked
     casefacts_llm.run_llm_system(session, system, prepared, corpus, names,
                                  lambda kind: build_retriever(kind, corpus, persist=False),
-                                 llm="double", model=double.model, replay_file=None, retriever="bm25",
+                                 backends, retriever="bm25",
                                  k=3, max_rounds=2, seed=3)
     assert double.asked == asked   # a re-run is answered from the cache
 

@@ -69,8 +69,9 @@ def test_ping_answers_and_reports_a_dead_endpoint(capsys):
 
 def test_models_lists_the_configured_choices(capsys, tmp_path):
     (tmp_path / "caseforge.toml").write_text(
-        '[llm]\nbackend = "openai"\nmodel = "Qwen/Qwen2.5-7B-Instruct"\n'
-        '[llm.steps."casefacts/validate"]\nmodel = "google/gemma-3-12b-it"\n')
+        '[llm]\nbackend = "openai"\n[llm.roles.generator]\nmodel = "Qwen/Qwen2.5-7B-Instruct"\n'
+        '[llm.steps."casefacts.factuality"]\nmodel = "google/gemma-3-12b-it"\n')
     assert main(["llm", "models"]) == 0
     out = capsys.readouterr().out
-    assert "Qwen/Qwen2.5-7B-Instruct" in out and "casefacts/validate" in out and "gemma" in out
+    assert "Qwen/Qwen2.5-7B-Instruct" in out and "casefacts.factuality" in out and "gemma-3-12b-it" in out
+    assert "no model configured for the openai backend" in out      # the validator of other steps: said, not hidden

@@ -8,7 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from echo_prompts import Number, requests_for  # noqa: E402
 
-from caseforge.llm import render, run_job  # noqa: E402
+from caseforge.llm import SamplingParams, render, run_job  # noqa: E402
 from caseforge.llm.backends.replay import ReplayBackend, ReplayMiss, export_replay  # noqa: E402
 from caseforge.llm.types import Completion  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
@@ -52,7 +52,7 @@ def test_outputs_are_parsed_and_second_run_is_all_cache(db_path):
     assert {k: v.value for k, v in second.outputs.items()} == {f"n{i}": i for i in range(10)}
 
 
-def test_invalid_output_is_retried_then_recorded_as_failure_with_raw_text(db_path):
+def test_invalid_sampled_output_is_retried_then_recorded_as_failure_with_raw_text(db_path):
     con = connect(db_path)
 
     def flaky(request, times_asked):
@@ -61,14 +61,64 @@ def test_invalid_output_is_retried_then_recorded_as_failure_with_raw_text(db_pat
         return '{"value": 2}' if times_asked >= 2 else '{"value": "two"}'
 
     backend = ScriptedBackendDouble(flaky)
-    result = run_job(con, "flaky", backend, requests_for([1, 2]), Number, max_attempts=3)
+    sampled = SamplingParams(temperature=0.7)
+    result = run_job(con, "flaky", backend, requests_for([1, 2], sampled), Number, max_attempts=3)
     assert result.outputs["n2"].value == 2
     assert backend.asked.count("n2") == 2 and backend.asked.count("n1") == 3
     failure = result.failures["n1"]
     assert failure.raw == "I cannot do that" and "no JSON object" in failure.reason
-    status, attempts = con.execute(
-        "SELECT status, attempts FROM ops.llm_calls WHERE identity = ?", [failure.identity]).fetchone()
+    status, attempts, prompt_tokens, completion_tokens = con.execute(
+        "SELECT status, attempts, prompt_tokens, completion_tokens FROM ops.llm_calls WHERE identity = ?",
+        [failure.identity]).fetchone()
     assert (status, attempts) == ("failed", 3)
+    assert (prompt_tokens, completion_tokens) == (9, 6)      # every attempt's tokens, not the last one's
+
+
+def test_only_what_another_attempt_can_fix_is_asked_again(db_path):
+    """A greedy request gives the same invalid answer again, and a prompt that does not fit the context
+    never fits: each is asked once. A retryable backend error is asked again."""
+    con = connect(db_path)
+
+    class OverflowingDouble(ScriptedBackendDouble):
+        def complete_batch(self, requests):
+            out = []
+            for request in requests:
+                self.asked.append(request.key)
+                if request.key == "n3":
+                    out.append(Completion(text=None, retryable=False, error="context overflow: 5000 > 4096"))
+                elif request.key == "n4" and self.asked.count("n4") == 1:
+                    out.append(Completion(text=None, error="503 from the server"))
+                else:
+                    out.append(Completion(text='{"value": "x"}' if request.key == "n1" else '{"value": 4}'))
+            return out
+
+    backend = OverflowingDouble(None)
+    result = run_job(con, "mixed", backend, requests_for([1, 3, 4]), Number, max_attempts=3)
+    assert backend.asked.count("n1") == 1 and backend.asked.count("n3") == 1
+    assert backend.asked.count("n4") == 2 and result.outputs["n4"].value == 4
+    assert "context overflow" in result.failures["n3"].reason
+
+
+def test_a_cut_off_prose_answer_is_a_failure():
+    from caseforge.llm.jobs import _parse
+    from caseforge.llm.types import FreeText
+
+    parsed, error = _parse(Completion(text="The court finds that", finish_reason="length", completion_tokens=64),
+                           FreeText)
+    assert parsed is None and error == "answer cut off at max_tokens (64 tokens)"
+    assert _parse(Completion(text="Done.", finish_reason="stop"), FreeText)[0].text == "Done."
+
+
+def test_cached_failures_are_asked_again_when_the_settings_say_so(db_path, monkeypatch):
+    con = connect(db_path)
+    answers = iter(["no json", '{"value": 1}'])
+    backend = ScriptedBackendDouble(lambda request, n: next(answers))
+    assert "n1" in run_job(con, "once", backend, requests_for([1]), Number).failures
+    assert "n1" in run_job(con, "once", backend, requests_for([1]), Number).failures   # cached, not asked
+    assert backend.asked == ["n1"]
+    monkeypatch.setenv("CASEFORGE_LLM_RETRY_FAILED", "1")
+    assert run_job(con, "once", backend, requests_for([1]), Number).outputs["n1"].value == 1
+    assert backend.asked == ["n1", "n1"]
 
 
 def test_a_killed_job_resumes_with_only_the_unfinished_requests(db_path):
@@ -183,7 +233,7 @@ def test_streamed_answers_in_any_order_reach_their_own_request(db_path):
         return f'{{"value": {n}}}' if n % 2 or times_asked > 1 else "not yet"
 
     backend = StreamingBackendDouble(flaky_for_even)
-    result = run_job(con, "echo", backend, requests_for(range(9)), Number)
+    result = run_job(con, "echo", backend, requests_for(range(9), SamplingParams(temperature=0.7)), Number)
     assert {k: v.value for k, v in result.outputs.items()} == {f"n{i}": i for i in range(9)}
     assert sorted(backend.asked) == sorted([f"n{i}" for i in range(9)] + [f"n{i}" for i in range(0, 9, 2)])
     rows = con.execute("SELECT parsed, attempts FROM ops.llm_calls ORDER BY parsed").fetchall()

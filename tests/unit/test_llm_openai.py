@@ -123,7 +123,8 @@ def test_invalid_json_answer_then_valid_goes_through_the_job_retry(scripted_open
     scripted_openai_server.script = lambda body, n: (chat_reply('{"value": "nine"') if n == 1
                                                       else answer_number(body, n))
     con = connect(db_path)
-    result = run_job(con, "echo", backend_for(scripted_openai_server), requests_for([9]), Number)
+    sampled = SamplingParams(temperature=0.6)
+    result = run_job(con, "echo", backend_for(scripted_openai_server), requests_for([9], sampled), Number)
     assert result.outputs["n9"].value == 9 and not result.failures
     # the retry asks with another seed so a deterministic server does not repeat itself
     assert [b.get("seed") for b in scripted_openai_server.bodies] == [None, 2]

@@ -205,8 +205,9 @@ class OpenAIBackend:
                 last_reason, wait = f"timed out after {self.timeout_s:g}s ({type(exc).__name__})", None
             except httpx.TransportError as exc:
                 last_reason, wait = f"connection problem: {type(exc).__name__}: {exc}", None
-            except _Final as exc:
-                return Completion(text=exc.text, latency_s=time.perf_counter() - sent_at, error=str(exc))
+            except _Final as exc:   # a 4xx (a prompt too long for the model, a malformed request): not asked again
+                return Completion(text=exc.text, latency_s=time.perf_counter() - sent_at, error=str(exc),
+                                  retryable=False)
             if attempt < self.max_retries:   # this connection waits too: a struggling server gets less load
                 await self._sleep(wait if wait is not None else self._backoff(attempt))
         return Completion(text=None, latency_s=time.perf_counter() - started,
@@ -236,7 +237,8 @@ class OpenAIBackend:
         if text is None:
             error = f"empty message (finish_reason={choice.get('finish_reason')})"
         return Completion(text=text, prompt_tokens=usage.get("prompt_tokens"),
-                          completion_tokens=usage.get("completion_tokens"), latency_s=latency_s, error=error)
+                          completion_tokens=usage.get("completion_tokens"), latency_s=latency_s, error=error,
+                          finish_reason=choice.get("finish_reason"))
 
 
 class _Final(Exception):

@@ -82,6 +82,6 @@ class VLLMBackend:
             return Completion(text=None, latency_s=latency_s, error="vllm produced no output")
         first = output.outputs[0]
         prompt_tokens = len(output.prompt_token_ids) if output.prompt_token_ids is not None else None
-        # A truncated answer (finish_reason "length") still goes to the parser, which says what is wrong.
+        # A truncated answer (finish_reason "length") goes to the parser, which says what is wrong.
         return Completion(text=first.text, prompt_tokens=prompt_tokens, completion_tokens=len(first.token_ids),
-                          latency_s=latency_s)
+                          latency_s=latency_s, finish_reason=getattr(first, "finish_reason", None))

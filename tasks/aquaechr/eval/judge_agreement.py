@@ -14,6 +14,7 @@ from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS,
 from caseforge.tasks.aquaechr.schemas import JudgeVerdict
 
 GOLD_COLUMNS = ("question", "answer", *DIMENSIONS)
+LLM_STEPS = {"aquaechr-judge": "judge"}      # the judge under test, with its role (caseforge.llm.config)
 
 
 @dataclass

@@ -56,12 +56,15 @@ class EntailmentVerdict(BaseModel):
     entailment: Literal["yes", "no"]
 
 
+NLI_STEP = "aquaechr-eval-nli"
+
+
 class LLMJudgeNLI:
-    """Entailment asked of an LLM through the job runner (prompts/aqeval/nli.j2); cached like any job."""
+    """Entailment asked of an LLM through the job runner (prompts/aquaechr/eval/nli.j2); cached like any job."""
 
     TEMPLATE = "aquaechr/eval/nli.j2"
 
-    def __init__(self, con, backend, step: str = "aqeval-nli", max_attempts: int = 3):
+    def __init__(self, con, backend, step: str = NLI_STEP, max_attempts: int = 3):
         self.con, self.backend, self.step, self.max_attempts = con, backend, step, max_attempts
         self.name = f"llm:{backend.model}"
         self.failures: dict[str, str] = {}

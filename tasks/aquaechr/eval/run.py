@@ -14,13 +14,13 @@ from caseforge.artifacts import publish_markdown
 from caseforge.config import PROJECT_ROOT, Settings
 from caseforge.evalstore import ItemResult
 from caseforge.families import check_families
-from caseforge.llm import get_backend
+from caseforge.llm.config import Backends
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.aquaechr.eval import judge_agreement, store
 from caseforge.tasks.aquaechr.eval.items import build_passages, db_paragraphs, load_annotation_file, load_db_items
 from caseforge.tasks.aquaechr.eval.metrics import TokenEmbedder
-from caseforge.tasks.aquaechr.eval.nli import make_nli
+from caseforge.tasks.aquaechr.eval.nli import NLI_STEP, make_nli
 from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, default_bertscore_model
 from caseforge.tasks.aquaechr.eval.pipeline import evaluate as evaluate_items
 from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS
@@ -32,8 +32,8 @@ DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "aquaechr"
 @dataclass(frozen=True)
 class Options:
     system: str
-    llm: str
-    model: str
+    llm: str | None = None            # None: the settings' choice for the evaluated system
+    model: str | None = None
     replay_file: str | None = None
     items_file: str | None = None
     names_file: str | None = None
@@ -50,8 +50,17 @@ class Options:
     out_dir: str | None = None
 
 
-def _backend(llm: str, model: str, replay_file: str | None):
-    return get_backend(llm, model, **({"replay_file": replay_file} if replay_file else {}))
+def _backend(llm: str | None, model: str | None, replay_file: str | None, step: str, role: str):
+    return Backends(llm, {role: model}, replay_file=replay_file).for_step(step, role)
+
+
+def nli_backend(options: Options, answering):
+    """The LLM NLI judge: --nli-model, else the settings' `nli` role; a backend with no model for that role
+    (replay, openai without one configured) falls back to the answering model (with a family warning)."""
+    try:
+        return _backend(options.llm, options.nli_model, options.replay_file, NLI_STEP, "nli")
+    except ValueError:
+        return answering
 
 
 def load_items_step(session: RunSession, options: Options):
@@ -86,9 +95,7 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
     """Run `options.system` with `options.model` on the items and score it; the report's results carry
     the evaluation run id and the report file."""
     steps = steps or Steps()
-    if options.llm == "replay" and not options.replay_file:
-        raise ValueError("--llm replay needs --replay-file")
-    backend = _backend(options.llm, options.model, options.replay_file)
+    backend = _backend(options.llm, options.model, options.replay_file, f"aquaechr-eval-{options.system}", "system")
     embed, bert_label, bert_reason = None, None, "disabled by --no-bertscore"
     if not options.no_bertscore:
         path, bert_reason = (options.bertscore_model, None) if options.bertscore_model else default_bertscore_model()
@@ -100,14 +107,12 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         if not items:
             session.report.fail(f"no items to evaluate in {dataset}")
             return session.report
-        judge_backend = backend
-        if options.nli == "llm" and options.nli_model and options.nli_model != options.model:
-            judge_backend = _backend(options.llm, options.nli_model, options.replay_file)
+        judge_backend = nli_backend(options, backend) if options.nli == "llm" else None
         judge = make_nli(options.nli, session.con, judge_backend)
-        if options.nli == "llm" and check_families(options.model, judge_backend.model, allow_same=True,
+        if options.nli == "llm" and check_families(backend.model, judge_backend.model, allow_same=True,
                                                    roles=("answering model", "NLI judge")):
             session.report.add("nli_judge_family_warning")
-        config = RunConfig(system=options.system, llm=options.llm, model=options.model, nli=judge.name,
+        config = RunConfig(system=options.system, llm=backend.name, model=backend.model, nli=judge.name,
                            dataset=dataset, k=options.k, retriever=options.retriever, max_rounds=options.max_rounds,
                            limit=options.limit, bertscore_model=bert_label, bertscore_skip_reason=bert_reason,
                            index_dir=options.index_dir, dense_model=options.dense_model)
@@ -139,19 +144,20 @@ class JudgeSteps:
     judge: Callable = judge_agreement_step
 
 
-def evaluate_judge(settings: Settings, gold_file: str, llm: str, model: str, replay_file: str | None = None,
+def evaluate_judge(settings: Settings, gold_file: str, llm: str | None = None, model: str | None = None,
+                   replay_file: str | None = None,
                    low_quality_at: int = DEFAULT_LOW_QUALITY_AT, steps: JudgeSteps | None = None) -> StageReport:
     """The quality judge's F1 against expert 1–5 scores, stored as an evaluation run."""
     steps = steps or JudgeSteps()
     path = Path(gold_file)
     gold = judge_agreement.read_gold(path)
-    judge_backend = _backend(llm, model, replay_file)
+    judge_backend = _backend(llm, model, replay_file, "aquaechr-judge", "judge")
     started = datetime.now(timezone.utc)
     with run_session(settings, "eval", "aquaechr:judge") as session:
         result = steps.judge(session, judge_backend, gold, low_quality_at)
         sha = judge_agreement.gold_sha(gold)
-        params = {"llm": llm, "model": model, "low_quality_at": low_quality_at}
-        run_id = evalstore.eval_run_id(JUDGE_TASK, model, sha, params)
+        params = {"llm": judge_backend.name, "model": judge_backend.model, "low_quality_at": low_quality_at}
+        run_id = evalstore.eval_run_id(JUDGE_TASK, judge_backend.model, sha, params)
         metrics: dict[str, float] = {"n": float(result.judged)}
         for name, confusion in result.per_dimension.items():
             metrics[f"f1_{name}"] = confusion.f1
@@ -161,8 +167,8 @@ def evaluate_judge(settings: Settings, gold_file: str, llm: str, model: str, rep
                             "ok" if pair.key in result.predicted else "failed",
                             None if pair.key in result.predicted else "the judge gave no valid scores")
                  for pair in gold]
-        evalstore.save_run(session.con, run_id, JUDGE_TASK, model, path.name, sha, params, items, metrics, started,
-                           backend=llm, model=model)
+        evalstore.save_run(session.con, run_id, JUDGE_TASK, judge_backend.model, path.name, sha, params, items,
+                           metrics, started, backend=judge_backend.name, model=judge_backend.model)
         session.report.results.update({"eval_run_id": run_id, "lines": result.lines()})
         session.report.add("judged", result.judged)
         for failure in result.failures:

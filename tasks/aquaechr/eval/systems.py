@@ -10,6 +10,8 @@ from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.tasks.aquaechr.eval.citations import Sentence, format_citations, parse_answer, split_sentences
 from caseforge.tasks.aquaechr.eval.items import EvalItem, PassageStore
 
+# the LLM steps of the systems and the NLI judge, with their roles (caseforge.llm.config)
+LLM_STEPS = {"aquaechr-eval-*": "system", "aquaechr-eval-nli": "nli"}
 SYSTEMS = ("closed-book", "rtg-vanilla", "rtg-llatrieval", "posthoc-vanilla", "posthoc-rarr")
 CITING_SYSTEMS = SYSTEMS[1:]
 ANSWER_PARAMS = SamplingParams(temperature=0.0, max_tokens=700)
@@ -67,7 +69,7 @@ def closed_book_answers(ctx: SystemContext, items: list[EvalItem]) -> dict[str, 
     """item_id → parsed answer, or the failure reason."""
     requests = [request_from_template(i.item_id, "aquaechr/eval/closed_book.j2", ANSWER_PARAMS, question=i.question)
                 for i in items]
-    result = run_job(ctx.con, "aqeval-closed-book", ctx.backend, requests, AnswerOutput)
+    result = run_job(ctx.con, "aquaechr-eval-closed-book", ctx.backend, requests, AnswerOutput)
     return {i.item_id: result.outputs.get(i.item_id) or f"closed-book answer failed: "
             f"{result.failures[i.item_id].reason}" for i in items}
 
@@ -94,7 +96,7 @@ def _generate(ctx: SystemContext, items: list[EvalItem], shown: dict[str, list[s
 
 def rtg_vanilla(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutput]:
     retrieved = _search(ctx, [i.question for i in items], ctx.k)
-    return _generate(ctx, items, {i.item_id: r for i, r in zip(items, retrieved)}, "aqeval-rtg-answer")
+    return _generate(ctx, items, {i.item_id: r for i, r in zip(items, retrieved)}, "aquaechr-eval-rtg-answer")
 
 
 def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutput]:
@@ -108,7 +110,7 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
             break
         requests = [request_from_template(i.item_id, "aquaechr/eval/llatrieval_check.j2", CHECK_PARAMS, question=i.question,
                                           docs=_docs(ctx, shown[i.item_id])) for i in open_items]
-        result = run_job(ctx.con, f"aqeval-llatrieval-check-{round_no}", ctx.backend, requests, SufficiencyOutput)
+        result = run_job(ctx.con, f"aquaechr-eval-llatrieval-check-{round_no}", ctx.backend, requests, SufficiencyOutput)
         searching, progressed = [], []
         for item in open_items:
             check = result.outputs.get(item.item_id)
@@ -132,7 +134,7 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
                 shown[item.item_id] = updated
                 progressed.append(item)
         open_items = progressed
-    outputs = _generate(ctx, items, shown, "aqeval-llatrieval-answer")
+    outputs = _generate(ctx, items, shown, "aquaechr-eval-llatrieval-answer")
     for output in outputs:
         output.trace["checks"] = rounds[output.item_id]
     return outputs
@@ -193,7 +195,7 @@ def posthoc_rarr(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutput
                       for n, t in enumerate(texts, start=1)]
         requests.append(request_from_template(item_id, "aquaechr/eval/rarr_revise.j2", ANSWER_PARAMS,
                                               question=by_id[item_id].question, statements=statements))
-    result = run_job(ctx.con, "aqeval-rarr-revise", ctx.backend, requests, RevisionOutput)
+    result = run_job(ctx.con, "aquaechr-eval-rarr-revise", ctx.backend, requests, RevisionOutput)
     for item_id, texts in sentences.items():
         revised, edits = list(texts), 0
         check = result.outputs.get(item_id)

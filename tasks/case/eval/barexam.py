@@ -16,6 +16,8 @@ from caseforge.evalstore import ItemResult
 
 BASELINES = {"llm-only": None, "bm25-rag": "bm25", "qlm-rag": "qlm", "dense-rag": "dense", "oracle": None}
 SYSTEMS = (*BASELINES, "case")
+# the LLM steps of the systems and their roles (caseforge.llm.config)
+LLM_STEPS = {"barexam-*": "system"}
 ANSWER_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 LABELS = ("A", "B", "C", "D")
 

@@ -13,7 +13,7 @@ from typing import Callable
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
 from caseforge.config import PROJECT_ROOT, Settings
-from caseforge.llm import get_backend
+from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import barexam_corpus
 from caseforge.runs import StageReport
@@ -31,8 +31,8 @@ DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "barexam"
 @dataclass(frozen=True)
 class Options:
     system: str
-    llm: str
-    model: str
+    llm: str | None = None            # None: the settings' choice for the evaluated system
+    model: str | None = None
     k: int = 5
     limit: int | None = None
     replay_file: str | None = None
@@ -50,7 +50,8 @@ class Options:
         return barexam.BASELINES.get(self.system) or (self.retriever if self.system == "case" else None)
 
     def params(self) -> dict:
-        params = {"k": self.k, "limit": self.limit, "llm": self.llm, "model": self.model}
+        choice = Backends(self.llm, {"system": self.model}).choice("barexam-case", "system")
+        params = {"k": self.k, "limit": self.limit, "llm": choice.backend, "model": choice.model}
         if self.system in ("llm-only", "oracle"):
             params.pop("k")
         used = self.retriever_used
@@ -76,8 +77,8 @@ def answer_step(session: RunSession, options: Options, problems, gold_passages):
     if options.retriever_used:
         retriever = build_retriever(options.retriever_used, corpus, options.index_dir, mu=options.mu,
                                     rrf_k=options.rrf_k, dense_model=options.dense_model)
-    backend = get_backend(options.llm, options.model,
-                          **({"replay_file": options.replay_file} if options.replay_file else {}))
+    step = "barexam-case" if options.system == "case" else f"barexam-{options.system}"
+    backend = Backends(options.llm, {"system": options.model}, replay_file=options.replay_file).for_step(step, "system")
     if options.system == "case":
         return barexam.run_case(session.con, backend, problems, retriever, options.k, options.max_rounds,
                                 options.seed, session.report)
@@ -97,8 +98,6 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
     steps = steps or Steps()
     if options.system not in barexam.SYSTEMS:
         raise ValueError(f"unknown system {options.system!r} (choose from {', '.join(barexam.SYSTEMS)})")
-    if not (options.llm and options.model):
-        raise ValueError(f"--system {options.system} needs --llm BACKEND and --model M")
     started = datetime.now(timezone.utc)
     params = options.params()
     with run_session(settings, "eval", f"barexam:{options.system}") as session:

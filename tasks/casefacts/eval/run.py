@@ -11,6 +11,7 @@ from typing import Callable
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
 from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
 from caseforge.runs import StageReport
@@ -56,7 +57,8 @@ class Options:
         if self.system == "hybrid" or self.retriever == "hybrid":
             params["rrf_k"] = self.rrf_k
         if self.system in LLM_SYSTEMS:
-            params.update({"llm": self.llm, "model": self.model})
+            choice = Backends(self.llm, {"system": self.model}).choice(f"casefacts-{self.system}", "system")
+            params.update({"llm": choice.backend, "model": choice.model})
             if self.system != "closed-book":
                 params["retriever"] = self.retriever
             if self.system == "case":
@@ -90,7 +92,7 @@ def answer_step(session: RunSession, options: Options, corpus, names, prepared):
     from caseforge.tasks.casefacts.eval import systems
 
     return systems.run_llm_system(session, options.system, prepared, corpus, names, retriever_for,
-                                  llm=options.llm, model=options.model, replay_file=options.replay_file,
+                                  Backends(options.llm, {"system": options.model}, replay_file=options.replay_file),
                                   retriever=options.retriever, k=options.k, max_rounds=options.max_rounds,
                                   seed=options.seed)
 
@@ -107,8 +109,6 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
     steps = steps or Steps()
     if options.system not in SYSTEMS:
         raise ValueError(f"unknown system {options.system!r} (choose from {', '.join(SYSTEMS)})")
-    if options.system in LLM_SYSTEMS and not (options.llm and options.model):
-        raise ValueError(f"--system {options.system} needs --llm BACKEND and --model M")
     params = options.params()
     sha = file_sha(Path(options.claims))
     run_id = evalstore.eval_run_id(TASK, options.system, sha, params)

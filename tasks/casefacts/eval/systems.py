@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from caseforge.llm import SamplingParams, get_backend, request_from_template, run_job
+from caseforge.evalstore import ItemResult
+from caseforge.llm import SamplingParams, request_from_template, run_job
+from caseforge.llm.config import Backends
 from caseforge.tasks.case import method as case
 from caseforge.tasks.case.answers import parse_verdict
-from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
-from caseforge.evalstore import ItemResult
+from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
 
 VERDICT_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 CASE_TEXT_CHARS = 700
@@ -23,6 +24,10 @@ VERDICT_HYPOTHESES = [
     case.Hypothesis("C", "OVERRULED: precedent once supported the statement but a later decision overruled it."),
 ]
 VERDICT_OF = {"A": "SUPPORTED", "B": "REFUTED", "C": "OVERRULED"}
+
+
+# the LLM steps of the evaluation's systems and their roles (caseforge.llm.config)
+LLM_STEPS = {"casefacts-closed-book": "system", "casefacts-retrieve-verify": "system", "casefacts-case-*": "system"}
 
 
 class VerdictWithCases(BaseModel):
@@ -51,10 +56,8 @@ def _scored(p: PreparedClaim, predicted_ids: list[str], verdict: str | None, ext
 
 
 def run_llm_system(session, system: str, prepared: list[PreparedClaim], corpus, names: CaseNameIndex, retriever_for,
-                   llm: str, model: str, replay_file: str | None, retriever: str, k: int, max_rounds: int,
-                   seed: int) -> list[ItemResult]:
-    options = {"replay_file": replay_file} if replay_file else {}
-    backend = get_backend(llm, model, **options)
+                   backends: Backends, retriever: str, k: int, max_rounds: int, seed: int) -> list[ItemResult]:
+    backend = backends.for_step(f"casefacts-{system}", "system")
     active = [p for p in prepared if p.skip_reason is None]
     corpus_ids = set(corpus.ids)
     if system == "case":

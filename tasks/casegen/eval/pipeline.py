@@ -18,6 +18,8 @@ from caseforge.tasks.casegen.eval import report as reporting
 from caseforge.tasks.casegen.eval.judge import check_judge_family
 
 log = logging.getLogger(__name__)
+# the LLM steps of the evaluation and their roles (caseforge.llm.config)
+LLM_STEPS = {evaluate.GENERATE_STEP: "system", evaluate.JUDGE_STEP: "judge"}
 
 @dataclass
 class EvalParams:
