@@ -11,6 +11,7 @@ is the flow.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed
 
+from caseforge import settings_file
 from caseforge.config import Settings
 from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
@@ -138,14 +140,34 @@ def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, di
         return [f.result() for f in futures]
 
 
+def depends_on(entry: registry.FlowEntry, options: dict) -> dict:
+    """What besides its input tables decides a builder's or an evaluation's output: the backend, model and
+    options each of its LLM steps resolves to, the content of its prompt templates, and its options."""
+    from caseforge.config import PROMPTS_DIR
+    from caseforge.llm.config import llm_choice
+
+    choices = {}
+    for step, role in sorted(entry.llm_steps().items()):
+        try:
+            choices[step] = llm_choice(step, role, options.get("llm"), options.get("model")).identity()
+        except ValueError as exc:          # no model for a role: that, too, is part of the configuration
+            choices[step] = {"unresolved": str(exc)}
+    prompts = {path.relative_to(PROMPTS_DIR).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+               for pattern in entry.prompts for path in sorted(PROMPTS_DIR.glob(pattern))}
+    return {"llm": choices, "prompts": prompts, "options": options}
+
+
 def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[], object], run_id: int,
-           force: bool = False) -> StageOutcome:
-    """Run a builder or an export only when its inputs changed since its last success."""
+           force: bool = False, depends: dict | None = None) -> StageOutcome:
+    """Run a builder, an evaluation or an export only when its inputs — tables, and `depends` (settings,
+    prompts) — changed since its last success."""
     started = time.monotonic()
     missing = [t for t in inputs if not table_exists(con, t)]
     if missing:
         return StageOutcome(stage, name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
     fingerprint, per_table = inputs_fingerprint(con, inputs)
+    if depends:
+        fingerprint = settings_file.fingerprint({"tables": fingerprint, "depends": depends})
     empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
     if empty:
         return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"input empty: {', '.join(empty)}")
@@ -157,14 +179,14 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     except Exception as exc:
         log.exception("%s %s failed", stage, name)
         return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])
-    if stage == "builder":
+    if stage in ("builder", "evaluation"):
         outcome = _outcome(stage, name, result, started)
     else:
         outcome = StageOutcome(stage, name, "succeeded", {"rows": sum(v["rows"] for v in per_table.values())},
                                time.monotonic() - started, [], str(getattr(result, "path", "")))
     outcome.counts["llm_calls"] = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0] - llm_before
     if not outcome.failed:
-        record_fingerprint(con, stage, name, fingerprint, per_table, run_id)
+        record_fingerprint(con, stage, name, fingerprint, {"tables": per_table, "depends": depends or {}}, run_id)
     return outcome
 
 
@@ -181,22 +203,27 @@ class NightlyOptions:
     samples_dir: Path | None = None
     release_dir: Path | None = None
     sources: list[str] | None = None           # None: all registered
-    builder_options: dict[str, dict] = field(default_factory=dict)
-    force: bool = False                        # run builders and exports even when inputs are unchanged
+    force: bool = False                        # run builders, evaluations and exports even when nothing changed
 
 
 def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 map_sources: Callable[[Settings, list], list[StageOutcome]] = threaded_sources,
                 sources: dict[str, registry.Source] | None = None, builders: dict[str, registry.Builder] | None = None,
+                evaluations: dict[str, registry.Evaluation] | None = None,
                 releases: dict[str, registry.Release] | None = None, plots: dict | None = None) -> NightlyResult:
-    """Sources in parallel, then builders, then exports; a summary in ops.nightly_stages and run_dir.
+    """Sources in parallel, then builders, then evaluations, then exports; a summary in ops.nightly_stages
+    and run_dir. Builders and evaluations are those the registry marks `nightly`, with the options of
+    [nightly.builders.<name>] / [nightly.evaluations.<name>] in the settings (the per-night caps).
 
-    `sources`, `builders`, `releases` and `plots` default to the registry's (tests pass doubles)."""
+    `sources`, `builders`, `evaluations`, `releases` and `plots` default to the registry's (tests pass
+    doubles)."""
     from caseforge.flows.nightly_report import PLOTS, write_run_dir
 
     options = options or NightlyOptions()
     sources = registry.SOURCES if sources is None else sources
     builders = {n: b for n, b in registry.BUILDERS.items() if b.nightly} if builders is None else builders
+    evaluations = ({n: e for n, e in registry.EVALUATIONS.items() if e.nightly} if evaluations is None
+                   else evaluations)
     releases = registry.RELEASES if releases is None else releases
     samples_dir = Path(options.samples_dir or settings.samples_dir)
     release_dir = Path(options.release_dir or settings.db_path.parent / "releases")
@@ -220,11 +247,12 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
 
     con = connect(settings.db_path)
     try:
-        for name, builder in sorted(builders.items()):
-            opts = {**builder.nightly_options, **options.builder_options.get(name, {})}
-            outcomes.append(_gated(con, "builder", name, builder.inputs,
-                                   lambda builder=builder, opts=opts: builder.run(settings, **opts), run_id,
-                                   options.force))
+        for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
+            for name, entry in sorted(group.items()):
+                opts = settings_file.section("nightly", section, name)
+                outcomes.append(_gated(con, stage, name, entry.inputs,
+                                       lambda entry=entry, opts=opts: entry.run(settings, **opts), run_id,
+                                       options.force, depends_on(entry, opts)))
         for name, release in sorted(releases.items()):
             folder = release_dir / name
             force = options.force or not folder.is_dir()
@@ -265,17 +293,19 @@ def prefect_sources(settings: Settings, planned: list) -> list[StageOutcome]:
 
 @flow(name="nightly", log_prints=True)
 def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_dir: str | None = None,
-                    release_dir: str | None = None, sources: list[str] | None = None,
-                    builder_options: dict | None = None, force: bool = False):
-    """Every source (in parallel), then each builder and release whose inputs changed; one summary."""
+                    release_dir: str | None = None, sources: list[str] | None = None, force: bool = False,
+                    settings: dict | None = None):
+    """Every source (in parallel), then each builder, evaluation and release whose inputs, LLM settings or
+    prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
+    way to choose models, caps and fan-out)."""
     from caseforge.flows.nightly_report import publish_artifacts, quality_rows
 
-    settings = load_settings(db)
+    warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                             release_dir=Path(release_dir) if release_dir else None, sources=sources,
-                             builder_options=builder_options or {}, force=force)
-    result = run_nightly(settings, options, map_sources=prefect_sources)
-    with open_warehouse(settings.db_path) as con:
+                             release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force)
+    with settings_file.overriding(settings):
+        result = run_nightly(warehouse, options, map_sources=prefect_sources)
+    with open_warehouse(warehouse.db_path) as con:
         publish_artifacts(result, quality_rows(con))
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = result.to_dict()

@@ -5,11 +5,15 @@ A flow is imported only when its entry is used (`entry.flow()`), so reading the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 EVAL_STORE = ("eval.runs", "eval.item_outputs", "eval.metrics")
+
+
+def _no_steps() -> dict[str, str]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -19,9 +23,15 @@ class FlowEntry:
     load_flow: Callable[[], Callable]
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    load_llm_steps: Callable[[], dict[str, str]] = _no_steps   # its LLM steps (ops.llm_calls names) → role
+    prompts: tuple[str, ...] = ()           # its prompt templates, as globs under prompts/
+    nightly: bool = False                   # the nightly runs it (builders, evaluations) when what it reads changed
 
     def flow(self):
         return self.load_flow()
+
+    def llm_steps(self) -> dict[str, str]:
+        return self.load_llm_steps()
 
     def run(self, settings, **kwargs) -> dict:
         """Run the flow on `settings`' warehouse (a subflow inside a running flow) and return its report;
@@ -40,8 +50,7 @@ class Source(FlowEntry):
 
 @dataclass(frozen=True)
 class Builder(FlowEntry):
-    nightly: bool = False                   # the nightly rebuilds it when its inputs changed
-    nightly_options: dict = field(default_factory=dict)
+    pass
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,41 @@ def _aquaechr_judge():
     return aquaechr_judge_agreement
 
 
+def _casefacts_build_steps():
+    from caseforge.tasks.casefacts.config import LLM_STEPS
+    return LLM_STEPS
+
+
+def _aquaechr_build_steps():
+    from caseforge.tasks.aquaechr.build import LLM_STEPS
+    return LLM_STEPS
+
+
+def _casefacts_eval_steps():
+    from caseforge.tasks.casefacts.eval.systems import LLM_STEPS
+    return LLM_STEPS
+
+
+def _case_eval_steps():
+    from caseforge.tasks.case.eval.barexam import LLM_STEPS
+    return LLM_STEPS
+
+
+def _casegen_eval_steps():
+    from caseforge.tasks.casegen.eval.pipeline import LLM_STEPS
+    return LLM_STEPS
+
+
+def _aquaechr_eval_steps():
+    from caseforge.tasks.aquaechr.eval.systems import LLM_STEPS
+    return LLM_STEPS
+
+
+def _aquaechr_judge_steps():
+    from caseforge.tasks.aquaechr.eval.judge_agreement import LLM_STEPS
+    return LLM_STEPS
+
+
 def _scotus_release():
     from caseforge.tasks.oyez.release import write
     return write
@@ -163,10 +207,12 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
 
 BUILDERS: dict[str, Builder] = {b.name: b for b in (
     Builder("casefacts", "CaseFacts claims from curated.scotus_cases", _casefacts_build,
-            inputs=("curated.scotus_cases",), outputs=("curated.casefacts_claims",)),
+            inputs=("curated.scotus_cases", "curated.scotus_legacy"), outputs=("curated.casefacts_claims",),
+            load_llm_steps=_casefacts_build_steps, prompts=("casefacts/*.j2",), nightly=True),
     Builder("aquaechr", "AQuAECHR attributed QA pairs from the ECHR guides", _aquaechr_build,
             inputs=("curated.guide_paragraphs", "curated.guide_citations", "curated.echr_paragraphs",
-                    "curated.echr_judgments"), outputs=("curated.aquaechr_qa",)),
+                    "curated.echr_judgments"), outputs=("curated.aquaechr_qa",),
+            load_llm_steps=_aquaechr_build_steps, prompts=("aquaechr/*.j2",), nightly=True),
     Builder("casegen", "CaseGen drafting items from gold sections of curated.cn_judgments", _casegen_build,
             inputs=("curated.cn_judgments",), outputs=("curated.casegen_items", "curated.casegen_item_skips"),
             nightly=True),
@@ -174,30 +220,26 @@ BUILDERS: dict[str, Builder] = {b.name: b for b in (
 
 EVALUATIONS: dict[str, Evaluation] = {e.name: e for e in (
     Evaluation("casefacts", "CaseFacts claims: retrieval recall, evidence and verdict scores", _casefacts_eval,
-               inputs=("curated.scotus_cases", "curated.scotus_legacy")),
+               inputs=("curated.scotus_cases", "curated.scotus_legacy"), load_llm_steps=_casefacts_eval_steps,
+               prompts=("casefacts/eval/*.j2", "case/*.j2")),
     Evaluation("case", "Bar Exam QA: CASE (advocates and a seeded persona jury) and its baselines", _case_eval,
-               inputs=("curated.barexam_questions", "curated.barexam_passages")),
+               inputs=("curated.barexam_questions", "curated.barexam_passages"), load_llm_steps=_case_eval_steps,
+               prompts=("case/*.j2",)),
     Evaluation("casegen", "CaseGen: generate, judge, score, report", _casegen_eval,
                inputs=("curated.casegen_items",), outputs=("eval.casegen_generations", "eval.casegen_judgements",
-                                                           "eval.casegen_metrics")),
+                                                           "eval.casegen_metrics"),
+               load_llm_steps=_casegen_eval_steps, prompts=("casegen/eval/*.j2",), nightly=True),
     Evaluation("aquaechr", "AQuAECHR attributed QA: closed book, retrieve-then-generate, post-hoc attribution",
-               _aquaechr_eval, inputs=("curated.aquaechr_qa", "curated.echr_paragraphs")),
-    Evaluation("aquaechr-filter", "AQuAECHR: the quality judge's F1 against expert scores", _aquaechr_judge),
+               _aquaechr_eval, inputs=("curated.aquaechr_qa", "curated.echr_paragraphs"),
+               load_llm_steps=_aquaechr_eval_steps, prompts=("aquaechr/eval/*.j2",)),
+    Evaluation("aquaechr-filter", "AQuAECHR: the quality judge's F1 against expert scores", _aquaechr_judge,
+               load_llm_steps=_aquaechr_judge_steps, prompts=("aquaechr/judge.j2",)),
 )}
 
 def llm_steps() -> dict[str, dict[str, str]]:
     """Every pipeline's LLM steps (as ops.llm_calls names them; * matches any suffix) and their roles."""
-    from caseforge.tasks.aquaechr.build import LLM_STEPS as aquaechr_build
-    from caseforge.tasks.aquaechr.eval.judge_agreement import LLM_STEPS as aquaechr_judge
-    from caseforge.tasks.aquaechr.eval.systems import LLM_STEPS as aquaechr_eval
-    from caseforge.tasks.case.eval.barexam import LLM_STEPS as case_eval
-    from caseforge.tasks.casefacts.config import LLM_STEPS as casefacts_build
-    from caseforge.tasks.casefacts.eval.systems import LLM_STEPS as casefacts_eval
-    from caseforge.tasks.casegen.eval.pipeline import LLM_STEPS as casegen_eval
-
-    return {"build casefacts": casefacts_build, "build aquaechr": aquaechr_build,
-            "eval casefacts": casefacts_eval, "eval case": case_eval, "eval casegen": casegen_eval,
-            "eval aquaechr": aquaechr_eval, "eval aquaechr-filter": aquaechr_judge}
+    return {f"{verb} {name}": entry.llm_steps() for verb, group in (("build", BUILDERS), ("eval", EVALUATIONS))
+            for name, entry in group.items() if entry.llm_steps()}
 
 
 RELEASES: dict[str, Release] = {r.name: r for r in (

@@ -93,5 +93,17 @@ def parse_verdict(reply: str | None) -> str | None:
     return words.pop() if len(words) == 1 and len(reply) < 40 else None
 
 
+def stated_letter(value):
+    """A pydantic before-validator for an option field: "(b)", "Option B", "THE ANSWER IS B" → "B"; anything
+    else is left for the enum to refuse. The JSON schema still offers only the letters, so a constrained
+    decoder writes one; an unconstrained model's phrasing is read the way parse_answer reads it."""
+    return (_from_value(value) or value) if isinstance(value, str) else value
+
+
+def stated_verdict(value):
+    """A pydantic before-validator for a CaseFacts verdict field: "Supported", "verdict: REFUTED" → the label."""
+    return (parse_verdict(value) or value) if isinstance(value, str) else value
+
+
 def to_json(value) -> str:
     return json.dumps(value)

@@ -16,13 +16,15 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.retrieval import Retriever
 from caseforge.retrieval.hybrid import reciprocal_rank_fusion
 from caseforge.runs import StageReport
-from caseforge.tasks.case.answers import parse_answer
+from caseforge.tasks.case.answers import parse_answer, stated_letter
 
 PERSONAS = {
     "strict_textualist": "you hold to the plain words of statutes, rules and constitutional text, and distrust "
@@ -73,6 +75,7 @@ class Vote:
     choice: str | None
     confidence: float
     reason: str | None = None
+    answered: bool = True        # False: the juror's call failed, so there is no vote to blame
 
 
 @dataclass
@@ -83,19 +86,32 @@ class JuryVerdict:
     tie_break: str | None = None         # None | confidence | option_order
 
 
+# Every field is required and every label an enum: constrained decoding can then only produce an answer
+# this code can use (an empty object or a copied placeholder no longer passes as one).
 class QueryProposal(BaseModel):
-    queries: list[str] = Field(default_factory=list)
-    done: bool = False
+    queries: list[str]
+    done: bool
 
 
 class JurorVote(BaseModel):
-    reasoning: str = ""
-    answer: str
-    confidence: float = 0.5
+    reasoning: str
+    answer: Literal["A", "B", "C", "D"]
+    confidence: float = Field(ge=0.0, le=1.0)
+
+    _answer = field_validator("answer", mode="before")(stated_letter)
 
 
 def sample_jury(seed: int, item_id: str, size: int = JURY_SIZE) -> list[str]:
     return random.Random(f"{seed}|{item_id}").sample(sorted(PERSONAS), size)
+
+
+def no_verdict_reason(votes: list[Vote]) -> str:
+    """Why a jury gave no verdict: its jurors never answered (the calls failed), or none named an option."""
+    unanswered = [v for v in votes if not v.answered]
+    if votes and len(unanswered) == len(votes):
+        return f"no juror answered: all {len(votes)} juror calls failed ({unanswered[0].reason})"
+    return "no juror stated a valid option" + (f" ({len(unanswered)} of {len(votes)} juror calls failed)"
+                                               if unanswered else "")
 
 
 def tally(votes: list[Vote], labels: list[str]) -> JuryVerdict:
@@ -189,7 +205,7 @@ def run_jury(con, backend, problems: list[Problem], evidence: dict[tuple[str, st
             key = f"{problem.item_id}|{persona}"
             out = result.outputs.get(key)
             if out is None:
-                votes.append(Vote(persona, None, 0.0, result.failures[key].reason))
+                votes.append(Vote(persona, None, 0.0, result.failures[key].reason, answered=False))
                 continue
             choice = parse_answer(out.answer)
             confidence = min(1.0, max(0.0, out.confidence)) if math.isfinite(out.confidence) else 0.0

@@ -1,4 +1,5 @@
-"""The JSON each CaseFacts step asks the model for."""
+"""The JSON each CaseFacts step asks the model for. Every field is required and every label an enum, so
+constrained decoding can only produce an answer the pipeline can use."""
 from __future__ import annotations
 
 from typing import Literal
@@ -12,40 +13,40 @@ class GeneratedClaims(BaseModel):
 
 class Factuality(BaseModel):
     supported: bool
-    reason: str = ""
+    reason: str
 
 
 class Contradiction(BaseModel):
     contradict: bool
-    reason: str = ""
+    reason: str
 
 
 class SameCaseResolution(BaseModel):
     choice: Literal["claim1", "claim2", "neither", "merged"]
-    corrected_claim: str | None = None
-    reason: str = ""
+    corrected_claim: str | None
+    reason: str
 
 
 class Redundancy(BaseModel):
     redundant: bool
-    better: Literal[1, 2] = 1
-    reason: str = ""
+    better: Literal[1, 2]
+    reason: str
 
 
 class Overlap(BaseModel):
     overlap: bool
-    reason: str = ""
+    reason: str
 
 
 class OverrulingProposal(BaseModel):
     verdict: Literal["case1_overruled", "case2_overruled", "consistent"]
-    reason: str = ""
+    reason: str
 
 
 class MergeDecision(BaseModel):
     action: Literal["keep1", "keep2", "merge"]
-    merged_claim: str | None = None
-    reason: str = ""
+    merged_claim: str | None
+    reason: str
 
 
 class Negation(BaseModel):

@@ -92,7 +92,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     stages_of = {"sources": {"oyez": registry.SOURCES["oyez"]},
                  "builders": {"echo": BuilderEntryDouble("echo", "echo (double)", None, inputs=("curated.scotus_cases",),
                                                          builder=echo_builder(backend))},
-                 "releases": {"scotus": registry.RELEASES["scotus"]}}
+                 "evaluations": {}, "releases": {"scotus": registry.RELEASES["scotus"]}}
     settings = load_settings(tmp_path / "cf.duckdb")
     options = nightly.NightlyOptions(from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases")
 

@@ -47,3 +47,25 @@ def test_verdict_parser(reply, expected):
 
 def test_verdict_parser_refuses_ambiguous_text():
     assert parse_verdict("It could be supported or refuted depending on the reading of the case law.") is None
+
+
+def test_label_valued_outputs_are_enums_with_every_field_required():
+    """Constrained decoding follows the schema: only a label can come out, and an empty object cannot."""
+    from pydantic import ValidationError
+
+    from caseforge.tasks.case.eval.barexam import MCAnswer
+    from caseforge.tasks.case.method import JurorVote, QueryProposal
+    from caseforge.tasks.casefacts.eval.systems import VerdictWithCases
+
+    assert JurorVote.model_json_schema()["properties"]["answer"]["enum"] == ["A", "B", "C", "D"]
+    assert VerdictWithCases.model_json_schema()["properties"]["verdict"]["enum"] == ["SUPPORTED", "REFUTED", "OVERRULED"]
+    for model in (JurorVote, MCAnswer, QueryProposal, VerdictWithCases):
+        schema = model.model_json_schema()
+        assert set(schema["required"]) == set(schema["properties"]), model.__name__
+    with pytest.raises(ValidationError):
+        QueryProposal.model_validate({})
+    with pytest.raises(ValidationError):
+        VerdictWithCases.model_validate({"verdict": "SUPPORTED|REFUTED|OVERRULED", "cases": []})
+    # an unconstrained model's phrasing is still read the way the answer parser reads it
+    assert MCAnswer.model_validate({"reasoning": "r", "answer": "THE ANSWER IS B"}).answer == "B"
+    assert VerdictWithCases.model_validate({"verdict": "Supported", "cases": []}).verdict == "SUPPORTED"

@@ -31,3 +31,13 @@ def test_jury_is_three_distinct_personas_and_repeatable_for_a_seed():
     assert len(set(jury)) == 3 and set(jury) <= set(PERSONAS)
     assert sample_jury(7, "mbe_12") == jury
     assert len({tuple(sample_jury(seed, "mbe_12")) for seed in range(20)}) > 1
+
+
+def test_a_jury_that_never_answered_is_not_blamed_for_its_answers():
+    from caseforge.tasks.case.method import Vote, no_verdict_reason
+
+    failed = [Vote(p, None, 0.0, "context overflow: prompt of 9000 tokens", answered=False) for p in ("a", "b", "c")]
+    assert no_verdict_reason(failed) == ("no juror answered: all 3 juror calls failed "
+                                         "(context overflow: prompt of 9000 tokens)")
+    mixed = failed[:1] + [Vote("b", None, 0.0, "vote 'E' names no option"), Vote("c", None, 0.0, "vote 'F' ...")]
+    assert no_verdict_reason(mixed) == "no juror stated a valid option (1 of 3 juror calls failed)"

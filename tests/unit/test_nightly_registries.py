@@ -118,7 +118,8 @@ def registries():
     releases = {"alpha": ReleaseDouble("alpha", "alpha (double)", None, inputs=("curated.alpha",),
                                        writer=export_double)}
     return {"builder": builder, "written": written, "alpha_rows": alpha_rows,
-            "kwargs": {"sources": sources, "builders": builders, "releases": releases, "plots": {}}}
+            "kwargs": {"sources": sources, "builders": builders, "evaluations": {}, "releases": releases,
+                       "plots": {}}}
 
 
 def run_nightly(settings, registries, options=None):

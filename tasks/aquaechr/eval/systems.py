@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.tasks.aquaechr.eval.citations import Sentence, format_citations, parse_answer, split_sentences
@@ -24,14 +24,14 @@ class AnswerOutput(BaseModel):
 
 class SufficiencyOutput(BaseModel):
     sufficient: bool
-    keep: list[int] = Field(default_factory=list)
-    missing: str = ""
+    keep: list[int]
+    missing: str
 
 
 class StatementCheck(BaseModel):
     number: int
     agrees: bool
-    revised: str = ""
+    revised: str
 
 
 class RevisionOutput(BaseModel):

@@ -5,13 +5,15 @@ that may help"): the prompt never says the passage is the right one.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Literal
+
+from pydantic import BaseModel, field_validator
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.retrieval import Retriever
 from caseforge.runs import StageReport
 from caseforge.tasks.case import method as case
-from caseforge.tasks.case.answers import parse_answer
+from caseforge.tasks.case.answers import parse_answer, stated_letter
 from caseforge.evalstore import ItemResult
 
 BASELINES = {"llm-only": None, "bm25-rag": "bm25", "qlm-rag": "qlm", "dense-rag": "dense", "oracle": None}
@@ -23,8 +25,10 @@ LABELS = ("A", "B", "C", "D")
 
 
 class MCAnswer(BaseModel):
-    reasoning: str = ""
-    answer: str
+    reasoning: str
+    answer: Literal["A", "B", "C", "D"]
+
+    _answer = field_validator("answer", mode="before")(stated_letter)
 
 
 def problems_from_rows(rows: list[tuple]) -> tuple[list[case.Problem], dict[str, str | None]]:
@@ -92,7 +96,7 @@ def run_case(con, backend, problems: list[case.Problem], retriever: Retriever, k
                  "votes": [{"persona": v.persona, "choice": v.choice, "confidence": v.confidence} for v in votes],
                  "evidence": {h.label: [s.doc_id for s in evidence[(problem.item_id, h.label)]]
                               for h in problem.hypotheses}}
-        item = _item(problem, verdict.choice, extra, "no juror stated a valid option")
+        item = _item(problem, verdict.choice, extra, case.no_verdict_reason(votes))
         if item.status == "ok":
             item.scores[f"accuracy_{verdict.confidence}"] = item.scores["accuracy"]
         items.append(item)

@@ -6,13 +6,15 @@ ranking. For CASE, the evidence of the hypothesis the jury chose, best first.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, field_validator
 
 from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.config import Backends
 from caseforge.tasks.case import method as case
-from caseforge.tasks.case.answers import parse_verdict
+from caseforge.tasks.case.answers import parse_verdict, stated_verdict
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
 from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
 
@@ -31,8 +33,10 @@ LLM_STEPS = {"casefacts-closed-book": "system", "casefacts-retrieve-verify": "sy
 
 
 class VerdictWithCases(BaseModel):
-    verdict: str
-    cases: list[str] = Field(default_factory=list)
+    verdict: Literal["SUPPORTED", "REFUTED", "OVERRULED"]
+    cases: list[str]
+
+    _verdict = field_validator("verdict", mode="before")(stated_verdict)
 
 
 def _cited_ids(names: CaseNameIndex, cited: list[str], allowed: set[str]) -> list[str]:
@@ -118,5 +122,5 @@ def _case(session, backend, active, retriever, k, max_rounds, seed) -> dict[str,
         items[p.claim.item_id] = _scored(p, predicted, label, {
             "confidence": verdict.confidence, "tie_break": verdict.tie_break,
             "votes": [{"persona": v.persona, "choice": v.choice, "confidence": v.confidence} for v in votes],
-            "reason": "no juror stated a valid verdict"})
+            "reason": case.no_verdict_reason(votes)})
     return items
