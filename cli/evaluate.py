@@ -55,10 +55,11 @@ def case_options(parser: argparse.ArgumentParser) -> None:
 
 
 def casegen_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", dest="models", action="append", required=True,
-                        help="model to evaluate (repeat for several)")
-    parser.add_argument("--llm", required=True, help="backend for the evaluated models: replay, openai, llamacpp, vllm")
-    parser.add_argument("--judge-model", dest="judge_model", help="judge model (default: $CASEFORGE_CASEGEN_JUDGE)")
+    parser.add_argument("--model", dest="models", action="append",
+                        help="model to evaluate (repeat for several; default: the settings file's)")
+    parser.add_argument("--llm", help="backend for the evaluated models: replay, openai, llamacpp, vllm "
+                                      "(default: the settings file's)")
+    parser.add_argument("--judge-model", dest="judge_model", help="judge model (default: the settings file's)")
     parser.add_argument("--judge-llm", dest="judge_llm", help="backend for the judge (default: --llm)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay file for the replay backend")
     parser.add_argument("--judge-replay-file", dest="judge_replay_file",

@@ -12,7 +12,8 @@ PREFECT_STEPS = as_tasks(pipeline.EvalSteps(), "casegen")
 
 
 @flow(name="casegen-eval", log_prints=True)
-def casegen_eval(models: list[str], llm: str, db: str | None = None, judge_model: str | None = None,
+def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: str | None = None,
+                 judge_model: str | None = None,
                  judge_llm: str | None = None, replay_file: str | None = None, judge_replay_file: str | None = None,
                  task: str | None = None, limit: int | None = None, max_input_chars: int = 8000,
                  max_input_tokens: int | None = None, tokenizer: str | None = None, max_new_tokens: int = 1024,

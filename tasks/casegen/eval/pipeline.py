@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from caseforge.config import Settings
-from caseforge.llm import get_backend
+from caseforge.llm.config import Backends
 from caseforge.session import RunSession, run_session
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.eval import evaluate, metrics
@@ -19,12 +19,13 @@ from caseforge.tasks.casegen.eval.judge import check_judge_family
 
 log = logging.getLogger(__name__)
 # the LLM steps of the evaluation and their roles (caseforge.llm.config)
-LLM_STEPS = {evaluate.GENERATE_STEP: "system", evaluate.JUDGE_STEP: "judge"}
+GENERATE_STEP, JUDGE_STEP = evaluate.GENERATE_STEP, evaluate.JUDGE_STEP
+LLM_STEPS = {GENERATE_STEP: "system", JUDGE_STEP: "judge"}
 
 @dataclass
 class EvalParams:
     models: list[str]
-    llm: str
+    llm: str | None
     judge_model: str | None
     judge_llm: str | None = None
     replay_file: str | None = None
@@ -40,21 +41,29 @@ class EvalParams:
     backend_options: dict = field(default_factory=dict)
 
 
-def make_params(models: list[str], llm: str, judge_model: str | None = None, judge_llm: str | None = None,
+def make_params(models: list[str] | None = None, llm: str | None = None, judge_model: str | None = None,
+                judge_llm: str | None = None,
                 replay_file: str | None = None, judge_replay_file: str | None = None, task: str | None = None,
                 limit: int | None = None, max_input_chars: int = 8000, max_input_tokens: int | None = None,
                 tokenizer: str | None = None, max_new_tokens: int = 1024, bert_model: str | None = None,
                 human_scores: str | None = None, out_dir: str = "data/reports/casegen",
                 allow_same_family: bool = False, skip_judge: bool = False, plots: bool = True) -> EvalParams:
-    """Evaluation parameters from plain options. The judge defaults to $CASEFORGE_CASEGEN_JUDGE; without
-    one (and without skip_judge) this is a ValueError, and a judge of a judged model's family is refused
+    """Evaluation parameters from plain options. The evaluated models default to the settings' `system`
+    role, the judge to its `judge` role ($CASEFORGE_CASEGEN_JUDGE also names one); with neither (and
+    without skip_judge) this is a ValueError, and a judge of a judged model's family is refused
     (caseforge.families.SameFamily) unless allowed."""
-    judge = None if skip_judge else (judge_model or os.environ.get("CASEFORGE_CASEGEN_JUDGE"))
-    if not judge and not skip_judge:
-        raise ValueError("casegen eval needs a judge: --judge-model M (or CASEFORGE_CASEGEN_JUDGE), or --skip-judge")
-    if judge:
+    models = list(models or [Backends(llm, {}).model("system", GENERATE_STEP)])
+    judge = None
+    if not skip_judge:
+        judge = judge_model or os.environ.get("CASEFORGE_CASEGEN_JUDGE")
+        if not judge:
+            try:
+                judge = Backends(judge_llm or llm, {}).model("judge", JUDGE_STEP)
+            except ValueError as exc:
+                raise ValueError(f"casegen eval needs a judge: --judge-model M, [llm.roles.judge] in the settings, "
+                                 f"or --skip-judge ({exc})") from exc
         check_judge_family(models, judge, allow_same_family)
-    return EvalParams(models=list(models), llm=llm, judge_model=judge, judge_llm=judge_llm, replay_file=replay_file,
+    return EvalParams(models=models, llm=llm, judge_model=judge, judge_llm=judge_llm, replay_file=replay_file,
                       judge_replay_file=judge_replay_file, task=task, limit=limit,
                       config=evaluate.EvalConfig(max_input_chars=max_input_chars, max_new_tokens=max_new_tokens,
                                                  max_input_tokens=max_input_tokens, tokenizer_path=tokenizer),
@@ -121,14 +130,15 @@ def run_eval(settings: Settings, params: EvalParams, steps: EvalSteps | None = N
             session.report.fail("no CaseGen items in the warehouse: run `caseforge casegen build` first")
             return session.report, result
         for model in params.models:
-            backend = get_backend(params.llm, model, replay_file=params.replay_file, **params.backend_options)
+            backend = Backends(params.llm, {"system": model}, replay_file=params.replay_file,
+                               **params.backend_options).for_step(GENERATE_STEP, "system")
             steps.generate(session, backend, items, params.config)
         wanted = {i["item_id"] for i in items}
         generations = [g for g in evaluate.generations_to_score(session.con, params.models) if g["item_id"] in wanted]
         if params.judge_model:
-            judge_backend = get_backend(params.judge_llm or params.llm, params.judge_model,
-                                        replay_file=params.judge_replay_file or params.replay_file,
-                                        **params.backend_options)
+            judge_backend = Backends(params.judge_llm or params.llm, {"judge": params.judge_model},
+                                     replay_file=params.judge_replay_file or params.replay_file,
+                                     **params.backend_options).for_step(JUDGE_STEP, "judge")
             steps.judge(session, judge_backend, generations, params.config)
         steps.score(session, generations, params.bert_model)
         notes = [metrics.COMPAT_LABEL + ": shown only to compare with published numbers",
