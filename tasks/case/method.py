@@ -15,16 +15,16 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-
 from typing import Literal
 
+from caseforge.tasks.case.answers import parse_answer, stated_letter
 from pydantic import BaseModel, Field, field_validator
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
+from caseforge.llm.fit import largest_fitting
 from caseforge.retrieval import Retriever
 from caseforge.retrieval.hybrid import reciprocal_rank_fusion
 from caseforge.runs import StageReport
-from caseforge.tasks.case.answers import parse_answer, stated_letter
 
 PERSONAS = {
     "strict_textualist": "you hold to the plain words of statutes, rules and constitutional text, and distrust "
@@ -65,8 +65,11 @@ class Snippet:
     text: str
     score: float
 
-    def as_prompt(self) -> dict:
-        return {"doc_id": self.doc_id, "text": self.text}
+    def as_prompt(self, chars: int | None = None) -> dict:
+        """The snippet as a prompt shows it, cut to `chars` characters when given."""
+        if chars is None or len(self.text) <= chars:
+            return {"doc_id": self.doc_id, "text": self.text}
+        return {"doc_id": self.doc_id, "text": self.text[:chars].rstrip() + "…"}
 
 
 @dataclass
@@ -188,13 +191,20 @@ def run_jury(con, backend, problems: list[Problem], evidence: dict[tuple[str, st
     requests, jury = [], {}
     for problem in problems:
         jury[problem.item_id] = sample_jury(seed, problem.item_id)
-        hypotheses = [{"label": h.label, "text": h.text,
-                       "snippets": [s.as_prompt() for s in evidence[(problem.item_id, h.label)]]}
-                      for h in problem.hypotheses]
         for persona in jury[problem.item_id]:
-            requests.append(request_from_template(
-                f"{problem.item_id}|{persona}", "case/juror.j2", params=JUROR_PARAMS, problem=problem.text,
-                persona_description=PERSONAS[persona], hypotheses=hypotheses))
+            def make(chars: int, problem=problem, persona=persona):
+                hypotheses = [{"label": h.label, "text": h.text,
+                               "snippets": [s.as_prompt(chars) for s in evidence[(problem.item_id, h.label)]]}
+                              for h in problem.hypotheses]
+                return request_from_template(f"{problem.item_id}|{persona}", "case/juror.j2", params=JUROR_PARAMS,
+                                             problem=problem.text, persona_description=PERSONAS[persona],
+                                             hypotheses=hypotheses)
+
+            # the evidence is cut (never dropped) until the prompt fits the model's context window
+            request, chars = largest_fitting(backend, make, SNIPPET_CHARS)
+            if chars < SNIPPET_CHARS:
+                report.add("juror_evidence_cut_to_fit")
+            requests.append(request)
     result = run_job(con, f"{step_prefix}-juror", backend, requests, JurorVote)
     report.add("juror_failed", len(result.failures))
     verdicts = {}

@@ -41,3 +41,42 @@ def test_a_jury_that_never_answered_is_not_blamed_for_its_answers():
                                          "(context overflow: prompt of 9000 tokens)")
     mixed = failed[:1] + [Vote("b", None, 0.0, "vote 'E' names no option"), Vote("c", None, 0.0, "vote 'F' ...")]
     assert no_verdict_reason(mixed) == "no juror stated a valid option (1 of 3 juror calls failed)"
+
+
+def test_juror_evidence_is_cut_until_the_prompt_fits_the_context_window(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from legal_doubles import ScriptedLegalBackendDouble
+
+    from caseforge.runs import StageReport
+    from caseforge.tasks.case.method import SNIPPET_CHARS, Hypothesis, Problem, Snippet, run_jury
+    from caseforge.warehouse import connect
+
+    class WindowedDouble(ScriptedLegalBackendDouble):
+        """Test double of a backend with a context window; a token is a whitespace-separated word."""
+
+        context_window = 700
+
+        def __init__(self):
+            super().__init__()
+            self.sizes = []
+
+        def count_tokens(self, request):
+            return sum(len(m["content"].split()) for m in request.messages)
+
+        def complete_batch(self, requests):
+            self.sizes += [self.count_tokens(r) for r in requests]
+            return super().complete_batch(requests)
+
+    long_text = " ".join(f"word{i}" for i in range(400))          # 400 words cut to SNIPPET_CHARS characters
+    problem = Problem("q1", "Which rule applies to a contract made by a minor?",
+                      [Hypothesis(label, f"Option text {label} about minors and contracts") for label in "ABCD"])
+    evidence = {("q1", label): [Snippet(f"p{label}{n}", long_text, 1.0) for n in range(3)] for label in "ABCD"}
+    backend, report = WindowedDouble(), StageReport("jury")
+    verdicts = run_jury(connect(tmp_path / "w.duckdb"), backend, [problem], evidence, 7, report)
+    assert verdicts["q1"][0].choice in "ABCD"
+    assert report.counts["juror_evidence_cut_to_fit"] == 3 and len(backend.sizes) == 3
+    assert all(size + 400 <= WindowedDouble.context_window for size in backend.sizes)   # JUROR_PARAMS max_tokens
+    assert len(long_text) > SNIPPET_CHARS

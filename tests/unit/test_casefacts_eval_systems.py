@@ -126,3 +126,45 @@ def test_cli_eval_casefacts_bm25_json(tmp_path):
     assert len(list((tmp_path / "out").glob("*.metrics.json"))) == 1
     con = connect(db)
     assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone()[0] == 5
+
+
+class WindowedLegalBackendDouble(ScriptedLegalBackendDouble):
+    """Test double of a backend that knows its context window: a token is a whitespace-separated word."""
+
+    def __init__(self, context_window: int):
+        super().__init__()
+        self.context_window = context_window
+        self.prompts: list[str] = []
+
+    def count_tokens(self, request) -> int:
+        return sum(len(m["content"].split()) for m in request.messages)
+
+    def complete_batch(self, requests):
+        self.prompts += [r.messages[-1]["content"] for r in requests]
+        return super().complete_batch(requests)
+
+
+def test_closed_book_case_list_is_narrowed_to_fit_the_context_window(tmp_path):
+    prepared, corpus, names = _prepared()
+    wide = WindowedLegalBackendDouble(context_window=100_000)
+    session = _Session(connect(tmp_path / "wide.duckdb"))
+    casefacts_llm.run_llm_system(session, "closed-book", prepared, corpus, names,
+                                 lambda kind: build_retriever(kind, corpus, persist=False), Backends(fixed={"system": wide}),
+                                 retriever="bm25", k=3, max_rounds=2, seed=3)
+    assert all("New York State Rifle" in prompt and "Plessy" in prompt for prompt in wide.prompts)
+
+    narrow = WindowedLegalBackendDouble(context_window=485)     # prompt ~75 words + 400 for the answer + a few names
+    session = _Session(connect(tmp_path / "narrow.duckdb"))
+    items = casefacts_llm.run_llm_system(session, "closed-book", prepared, corpus, names,
+                                         lambda kind: build_retriever(kind, corpus, persist=False),
+                                         Backends(fixed={"system": narrow}), retriever="bm25", k=3, max_rounds=2,
+                                         seed=3)
+    riley = next(i for i in items if i.item_id == "claim-00000")
+    assert 0 < riley.predicted["case_names_shown"] < len(CASES)
+    assert session.report.counts["closed_book_case_list_narrowed"] >= 1
+    for prompt in narrow.prompts:
+        listed = prompt.split("list\nof valid cases:\n")[1].split("\nReply as")[0].splitlines()
+        assert listed == sorted(listed)                      # alphabetical: the order gives no rank away
+        assert len(prompt.split()) + 400 <= 485
+    riley_prompt = next(p for p in narrow.prompts if "cell phone" in p or "phone" in p)
+    assert "Riley v. California" in riley_prompt            # the best-ranked case made the cut

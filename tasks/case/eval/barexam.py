@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from caseforge.tasks.case import method as case
+from caseforge.tasks.case.answers import parse_answer, stated_letter
 from pydantic import BaseModel, field_validator
 
+from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.retrieval import Retriever
 from caseforge.runs import StageReport
-from caseforge.tasks.case import method as case
-from caseforge.tasks.case.answers import parse_answer, stated_letter
-from caseforge.evalstore import ItemResult
 
 BASELINES = {"llm-only": None, "bm25-rag": "bm25", "qlm-rag": "qlm", "dense-rag": "dense", "oracle": None}
 SYSTEMS = (*BASELINES, "case")

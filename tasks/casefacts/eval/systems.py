@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
+from caseforge.tasks.case import method as case
+from caseforge.tasks.case.answers import parse_verdict, stated_verdict
+from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
+from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
 from pydantic import BaseModel, field_validator
 
 from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.config import Backends
-from caseforge.tasks.case import method as case
-from caseforge.tasks.case.answers import parse_verdict, stated_verdict
-from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
-from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
+from caseforge.llm.fit import fits, largest_fitting
 
 VERDICT_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 CASE_TEXT_CHARS = 700
@@ -67,8 +68,9 @@ def run_llm_system(session, system: str, prepared: list[PreparedClaim], corpus, 
     if system == "case":
         results = _case(session, backend, active, retriever_for(retriever), k, max_rounds, seed)
     else:
+        # closed book: the case list may be narrowed to fit the context window, by BM25 rank of the claim
         results = _verify(session, backend, system, active, corpus, names, corpus_ids,
-                          retriever_for(retriever) if system == "retrieve-verify" else None, k)
+                          retriever_for(retriever if system == "retrieve-verify" else "bm25"), k)
     return [skipped_item(p) if p.skip_reason else results[p.claim.item_id] for p in prepared]
 
 
@@ -76,15 +78,17 @@ def _verify(session, backend, system, active, corpus, names, corpus_ids, retriev
     name_of = {case_id: names.names_of.get(case_id, case_id) for case_id in corpus.ids}
     text_of = dict(zip(corpus.ids, corpus.texts))
     retrieved: dict[str, list[str]] = {}
-    if retriever is not None:
+    if system == "retrieve-verify":
         for p, hits in zip(active, retriever.search([p.claim.claim for p in active], k)):
             retrieved[p.claim.item_id] = [doc_id for doc_id, _ in hits]
     all_names = sorted(set(name_of.values()))
-    requests = []
+    requests, shown = [], {}
     for p in active:
         if system == "closed-book":
-            requests.append(request_from_template(p.claim.item_id, "casefacts/eval/closed_book.j2", params=VERDICT_PARAMS,
-                                                  claim=p.claim.claim, case_names=all_names))
+            request, shown[p.claim.item_id] = _closed_book_request(p, all_names, name_of, retriever, backend)
+            requests.append(request)
+            if shown[p.claim.item_id] < len(all_names):
+                session.report.add("closed_book_case_list_narrowed")
         else:
             cases = [{"name": name_of[d], "text": " ".join(text_of[d].split())[:CASE_TEXT_CHARS]}
                      for d in retrieved[p.claim.item_id]]
@@ -103,9 +107,27 @@ def _verify(session, backend, system, active, corpus, names, corpus_ids, retriev
         cited = _cited_ids(names, out.cases, allowed)
         fallback = system == "retrieve-verify" and not cited
         predicted = retrieved[p.claim.item_id] if fallback else cited
-        items[p.claim.item_id] = _scored(p, predicted, verdict, {"cited": out.cases, "fallback_to_ranking": fallback,
-                                                                  "reason": f"verdict {out.verdict!r} is not a label"})
+        extra = {"cited": out.cases, "fallback_to_ranking": fallback, "reason": f"verdict {out.verdict!r} is not a label"}
+        if system == "closed-book":
+            extra["case_names_shown"] = shown[p.claim.item_id]
+        items[p.claim.item_id] = _scored(p, predicted, verdict, extra)
     return items
+
+
+def _closed_book_request(p: PreparedClaim, all_names: list[str], name_of: dict, ranker, backend) -> tuple:
+    """The closed-book request with every valid case name, or — when that does not fit the model's context
+    window — with as many as fit, chosen by the BM25 rank of the claim against the cases' texts and shown in
+    alphabetical order (the order gives no rank away). Returns (request, names shown)."""
+    def make(names: list[str]):
+        return request_from_template(p.claim.item_id, "casefacts/eval/closed_book.j2", params=VERDICT_PARAMS,
+                                     claim=p.claim.claim, case_names=names)
+
+    full = make(all_names)
+    if fits(backend, full):
+        return full, len(all_names)
+    ranked = list(dict.fromkeys(name_of[doc_id] for doc_id, _ in ranker.search([p.claim.claim], len(name_of))[0]))
+    request, n = largest_fitting(backend, lambda n: make(sorted(ranked[:n])), len(ranked))
+    return request, n
 
 
 def _case(session, backend, active, retriever, k, max_rounds, seed) -> dict[str, ItemResult]:
