@@ -57,7 +57,8 @@ class StageOutcome:
             "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
             "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
-            "duration_s": round(self.duration_s, 2), "note": self.note or "; ".join(self.failures[:3]),
+            "duration_s": round(self.duration_s, 2),
+            "note": "; ".join([*self.failures[:3], *([self.note] if self.note else [])]),
         }
 
 
@@ -98,7 +99,7 @@ def _as_report(result, name: str) -> StageReport:
 def _outcome(stage: str, name: str, result, started: float) -> StageOutcome:
     report = _as_report(result, name)
     return StageOutcome(stage, name, report.status, dict(report.counts), time.monotonic() - started,
-                        list(report.failures))
+                        list(report.failures), str(report.results.get("summary") or ""))
 
 
 def source_kwargs(source: registry.Source, from_samples: bool, samples_dir: Path) -> dict | None:

@@ -2,13 +2,17 @@
 constrained decoding can only produce an answer the pipeline can use."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
+
+# Lengths the gate accepts (expectations/casefacts_*.json), stated in the schema so that constrained
+# decoding cannot write a claim the gate would quarantine.
+Claim = Annotated[str, StringConstraints(min_length=15, max_length=300)]
 
 
 class GeneratedClaims(BaseModel):
-    claims: list[str] = Field(min_length=1)
+    claims: list[Claim] = Field(min_length=1, max_length=8)
 
 
 class Factuality(BaseModel):
@@ -50,8 +54,8 @@ class MergeDecision(BaseModel):
 
 
 class Negation(BaseModel):
-    negation: str = Field(min_length=10)
+    negation: Claim
 
 
 class Principle(BaseModel):
-    principle: str = Field(min_length=10)
+    principle: Claim

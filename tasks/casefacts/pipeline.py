@@ -19,6 +19,7 @@ from caseforge.tasks.casefacts import models as out
 from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.tasks.casefacts.chains import overlap_groups
 from caseforge.tasks.casefacts.config import BuildConfig
+from caseforge.tasks.casefacts.leaks import find_leaks
 from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
@@ -139,10 +140,23 @@ def generate_claims(ctx: BuildContext) -> pd.DataFrame:
 
 
 # 2. factuality (closed world: the claim's own case only) -----------------------------------------
+def _leaks(ctx: BuildContext, claim: str, case_ids: list[int]) -> list[str]:
+    """Identifiers in a claim (party names, dates, citations, court phrasing): it must state a principle."""
+    cases = [ctx.case(c) for c in case_ids]
+    return find_leaks(claim, [c["name"] for c in cases],
+                      {c["name"]: (c["first_party"], c["second_party"]) for c in cases})
+
+
 def check_factuality(ctx: BuildContext, generated: pd.DataFrame) -> pd.DataFrame:
-    requests = []
+    """Each claim against its own case only; a claim that names its parties, dates or citations is removed
+    first, with the leaks as its reason (no call is spent on it)."""
+    requests, leaked = [], {}
     for r in generated.to_dict("records"):
         case = ctx.case(r["case_id"])
+        leaks = _leaks(ctx, r["claim"], [r["case_id"]])
+        if leaks:
+            leaked[r["claim_id"]] = "; ".join(leaks)[:500]
+            continue
         requests.append(request_from_template(
             f"fact:{r['claim_id']}", "casefacts/check_factuality.j2", params=_params(ctx.config, "factuality"),
             claim=r["claim"], facts=_clean(case["facts"]), question=_clean(case["question"]),
@@ -151,7 +165,10 @@ def check_factuality(ctx: BuildContext, generated: pd.DataFrame) -> pd.DataFrame
     rows = []
     for r in generated.to_dict("records"):
         key = f"fact:{r['claim_id']}"
-        if key in result.failures:
+        if r["claim_id"] in leaked:
+            rows.append({"claim_id": r["claim_id"], "case_id": r["case_id"], "supported": None,
+                         "status": "leaks_identifiers", "reason": leaked[r["claim_id"]], "model": None})
+        elif key in result.failures:
             rows.append({"claim_id": r["claim_id"], "case_id": r["case_id"], "supported": None,
                          "status": "llm_failed", "reason": result.failures[key].reason[:500],
                          "model": ctx.backend("factuality").model})
@@ -467,7 +484,11 @@ def negate(ctx: BuildContext, supported: dict[str, dict], kept: pd.DataFrame) ->
                 row.update(status="rewrite_failed", reason=rewrite.failures[f"rw:{cid}"].reason[:300])
             else:
                 row["rewrite"] = _clean(rewrite.outputs[f"rw:{cid}"].principle)
-                refuted[cid] = row["rewrite"]
+                leaks = _leaks(ctx, row["rewrite"], [case_of[cid]])
+                if leaks:
+                    row.update(status="rewrite_leaks_identifiers", reason="; ".join(leaks)[:300])
+                else:
+                    refuted[cid] = row["rewrite"]
         if row["status"] != "ok":
             ctx.report.add("negation.failed")
         rows.append(row)
@@ -532,4 +553,18 @@ def run_pipeline(ctx: BuildContext, stage=plain_stage) -> pd.DataFrame:
     overruled = set(overrulings.loc[overrulings["accepted"] == True, "overruled_claim_id"]) if len(overrulings) else set()  # noqa: E712,E501
     final = stage("overlap-merge", merge_overlaps)(ctx, kept, cross, overruled)
     refuted = stage("negate-rewrite", negate)(ctx, {k: v for k, v in final.items() if k not in overruled}, kept)
-    return stage("assemble-splits", assemble)(ctx, final, overrulings, refuted, kept)
+    claims = stage("assemble-splits", assemble)(ctx, final, overrulings, refuted, kept)
+    ctx.report.results["summary"] = funnel(ctx, generated, factual, kept, claims)
+    return claims
+
+
+def funnel(ctx: BuildContext, generated: pd.DataFrame, factual: pd.DataFrame, kept: pd.DataFrame,
+           claims: pd.DataFrame) -> str:
+    """What survived each check, and with which models: the line a run's summary shows. `factual` holds the
+    claims that passed the factuality check."""
+    supported = len(factual)
+    labels = ", ".join(f"{n} {label}" for label, n in sorted(claims["label"].value_counts().items())) \
+        if len(claims) else "none"
+    return (f"{len(generated)} claims generated from {len(ctx.cases)} cases by {ctx.backend('generate').model}; "
+            f"{supported} of {len(generated)} survived factuality with {ctx.backend('factuality').model}; "
+            f"{len(kept)} after the same-case checks; {len(claims)} in the dataset ({labels})")

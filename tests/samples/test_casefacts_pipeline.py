@@ -94,6 +94,47 @@ def test_replay_file_reproduces_the_double_and_reruns_from_cache(db, tmp_path):
     assert sum(v for k, v in second.counts.items() if k.endswith(".llm_cache_hits")) > 100
 
 
+class LeakyGeneratorDouble:
+    """Test double on top of the scripted one: every Gideon claim it writes names the parties and the year."""
+
+    def __init__(self, scripted):
+        self.scripted, self.model, self.name, self.batch_size = scripted, scripted.model, "leaky-double", 50
+        self.factuality_prompts = []
+
+    def complete_batch(self, requests):
+        from caseforge.llm.types import Completion
+        answers = self.scripted.complete_batch(requests)
+        out = []
+        for request, answer in zip(requests, answers):
+            user = request.messages[-1]["content"]
+            if request.template_id.endswith("generate_claims.j2") and "Gideon" in user:
+                answer = Completion(text=json.dumps({"claims": [
+                    "In 1963 Gideon won because Wainwright had to give him a lawyer at trial."]}),
+                    prompt_tokens=10, completion_tokens=5)
+            if request.template_id.endswith("check_factuality.j2"):
+                self.factuality_prompts.append(user)
+            out.append(answer)
+        return out
+
+
+def test_claims_naming_parties_or_dates_are_removed_before_any_check(db):
+    from casefacts_double import ScriptedLegalBackendDouble
+    con = connect(db)
+    config = BuildConfig(**DEMO_CONFIG)
+    generator = LeakyGeneratorDouble(ScriptedLegalBackendDouble(config.generator_model))
+    validator = LeakyGeneratorDouble(ScriptedLegalBackendDouble(config.validator_model))
+    report = StageReport("casefacts (leaky double)")
+    claims = pipeline.run_pipeline(pipeline.BuildContext(
+        con, None, report, config, {"generator": generator, "validator": validator}, HashingEmbedder()))
+    leaked = con.execute("SELECT case_id, reason FROM build.casefacts_factuality "
+                         "WHERE status = 'leaks_identifiers'").fetchall()
+    assert [case for case, _ in leaked] == [GIDEON]
+    assert "Gideon" in leaked[0][1] and "1963" in leaked[0][1]
+    assert not any("Gideon won" in prompt for prompt in validator.factuality_prompts)   # no call spent on it
+    assert not claims["claim"].str.contains("Gideon").any()
+    assert gate_dataset(claims, con.execute("SELECT * FROM curated.scotus_cases").df()) == []
+
+
 @pytest.mark.slow
 def test_cli_build_then_export(db, tmp_path):
     from caseforge.cli import main

@@ -66,6 +66,26 @@ def resolve_model_path(model: str, model_path: str | Path | None) -> Path:
     return path
 
 
+_QUIET_LOG = None
+
+
+def _silence_llama_cpp() -> None:
+    """llama.cpp logs model loading to stderr even with verbose=False; keep that out of run logs."""
+    global _QUIET_LOG
+    if _QUIET_LOG is not None:
+        return
+    import ctypes
+
+    from llama_cpp import llama_cpp as ll
+
+    @ll.llama_log_callback
+    def quiet(level, text, user_data):
+        return None
+
+    _QUIET_LOG = quiet              # the callback must outlive this call
+    ll.llama_log_set(quiet, ctypes.c_void_p())
+
+
 def _chat_template(path: Path) -> str | None:
     """The chat template a GGUF file carries in its metadata, read without loading the model."""
     from llama_cpp import llama_cpp as ll
@@ -94,6 +114,7 @@ class LlamaCppBackend:
                                f"(it compiles at install, about 5 minutes on 2 cores) ({exc})") from exc
         self.model = model
         self.model_path = resolve_model_path(model, model_path)
+        _silence_llama_cpp()
         self.batch_size = int(batch_size)   # answered one by one; this is only how often results are saved
         self.n_ctx = int(n_ctx)
         # A GGUF without a chat template (the packaged Gemma 3 270M) would get llama.cpp's fallback, the
