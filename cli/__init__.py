@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for noisy in ("httpx", "httpcore", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
+        os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
     try:
         return args.handler(args) or 0
     except CommandFailed as exc:

@@ -11,13 +11,19 @@ import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandFailed", "add_db_option", "flow_arguments", "jsonable", "print_rows", "run_flow"]
+__all__ = ["CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments", "jsonable", "print_rows", "run_flow"]
 
 MAX_REASONS_PRINTED = 50
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--retry-failed", dest="retry_failed", action="store_true",
+                        help="ask again, once, every LLM request whose cached answer is a failure "
+                             "(default: the settings' [llm] retry_failed)")
 
 
 def flow_arguments(flow, args: argparse.Namespace) -> dict:

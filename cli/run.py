@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from caseforge.cli.common import CommandFailed, add_db_option
+from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly.add_argument("--sources", help="comma-separated subset of the sources (default: all)")
     nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
     add_db_option(nightly)
+    add_retry_failed_option(nightly)
     nightly.set_defaults(handler=run_nightly_command)
 
 

@@ -155,6 +155,36 @@ def test_cli_build_then_export(db, tmp_path):
     assert len(rows) == 11 and any(r["overruling_case_names"] == ["Gideon v. Wainwright"] for r in rows)
 
 
+@pytest.mark.slow
+def test_retry_failed_asks_cached_failures_again_only_when_told(db, tmp_path):
+    from caseforge.cli import main
+
+    records = [json.loads(line) for line in REPLAY_FILE.read_text().splitlines()]
+    broken = next(r for r in records if r["key"].startswith("fact:"))
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(json.dumps({**r, "response": "no JSON here"} if r is broken else r) + "\n"
+                               for r in records))
+
+    def build(replay_file, *extra):
+        return main(["build", "casefacts", "--llm", "replay", "--replay-file", str(replay_file),
+                     "--embedder", "hashing", "--model", DEMO_CONFIG["generator_model"],
+                     "--validator-model", DEMO_CONFIG["validator_model"], "--min-positives", "2",
+                     "--db", str(db), *extra])
+
+    def factuality_calls():
+        with connect(db) as con:
+            return con.execute("SELECT status, count(*) FROM ops.llm_calls WHERE step = 'casefacts.factuality' "
+                               "GROUP BY 1 ORDER BY 1").fetchall()
+
+    build(damaged)
+    failed = factuality_calls()
+    assert dict(failed).get("failed") == 1
+    build(REPLAY_FILE)                       # the failure stays cached: nothing is asked again
+    assert factuality_calls() == failed
+    assert build(REPLAY_FILE, "--retry-failed") == 0
+    assert dict(factuality_calls()) == {"ok": dict(failed)["ok"] + 1}
+
+
 def test_cli_refuses_same_family_models(db, capsys):
     from caseforge.cli import main
 
