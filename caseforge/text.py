@@ -1,9 +1,11 @@
 """Text cleaning shared by the parsers."""
 from __future__ import annotations
 
+import csv
 import html
-import io
+import itertools
 import re
+import sys
 import unicodedata
 
 from bs4 import BeautifulSoup
@@ -51,18 +53,71 @@ def html_to_text(value: str | None) -> str | None:
     return text or None
 
 
-def csv_records(body: bytes, required: set[str], what: str) -> list[tuple[int, dict]]:
-    """(line number, record) for each data row of a CSV file, every cell read as text.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")      # bytes that were not UTF-8, kept by the surrogateescape decoder
+_LINE_END = re.compile(r"(?<=\n)")
 
-    Raises ValueError naming `what` and the missing columns when a required column is absent.
+
+def csv_records(body: bytes, required: set[str], what: str,
+                max_record_bytes: int | None = None) -> tuple[list[tuple[int, dict]], list[str]]:
+    """(line number, record) for each good data row of a CSV file, every cell read as text, and one problem
+    ("line N: why") for each row that cannot be read: a wrong number of fields, bytes that are not UTF-8,
+    a row over `max_record_bytes`. One broken row never loses the others: when a broken row ran over
+    several lines (a stray quote swallowing what follows), reading starts again on the line after its first.
+
+    Raises ValueError naming `what` when the file has no header or lacks a required column.
     """
-    import pandas as pd
-
-    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
-    missing = required - set(table.columns)
-    if missing:
-        raise ValueError(f"{what} lacks columns: {', '.join(sorted(missing))}")
-    return list(enumerate(table.to_dict("records"), start=2))
+    csv.field_size_limit(sys.maxsize)
+    text = body.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    lines = [line for line in _LINE_END.split(text) if line]
+    records: list[tuple[int, dict]] = []
+    problems: list[str] = []
+    header: list[str] | None = None
+    index = 0                                   # 0-based physical line where the reader (re)starts
+    while index < len(lines):
+        reader = csv.reader(itertools.islice(lines, index, None))
+        restart = None
+        done = 0                                # lines the reader has consumed since `index`
+        while True:
+            first = index + done                # 0-based first line of the next record
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                done = reader.line_num
+                problems.append(f"line {first + 1}: {exc}")
+                continue
+            done = reader.line_num
+            last = index + done                 # 0-based line after the record
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue                        # a blank line
+            if header is None:
+                header = [name.strip() for name in row]
+                missing = required - set(header)
+                if missing:
+                    raise ValueError(f"{what} lacks columns: {', '.join(sorted(missing))}")
+                continue
+            raw = "".join(lines[first:last])
+            reason = None
+            if len(row) != len(header):
+                reason = f"{len(row)} fields where the header has {len(header)}"
+            elif _NOT_UTF8.search(raw):
+                reason = "bytes that are not UTF-8"
+            elif max_record_bytes is not None and len(raw.encode("utf-8", "surrogateescape")) > max_record_bytes:
+                reason = f"{len(raw.encode('utf-8', 'surrogateescape')):,} bytes, over the limit of {max_record_bytes:,}"
+            if reason is None:
+                records.append((first + 1, dict(zip(header, row))))
+                continue
+            problems.append(f"line {first + 1}: {reason}")
+            if last - first > 1 and len(row) != len(header):
+                restart = first + 1             # what it swallowed may be good rows: read them again
+                break
+        if restart is None:
+            break
+        index = restart
+    if header is None:
+        raise ValueError(f"{what} is empty: no header row")
+    return records, problems
 
 
 def cell_text(value) -> str | None:

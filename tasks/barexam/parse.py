@@ -15,8 +15,9 @@ REQUIRED_QA = {"idx", "question", "choice_a", "choice_b", "choice_c", "choice_d"
 
 def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
     """Question rows and one message per row that cannot be a question (no id, a missing option, bad answer)."""
-    rows, problems = [], []
-    for number, record in csv_records(body, REQUIRED_QA, "barexam_qa.csv"):
+    rows = []
+    records, problems = csv_records(body, REQUIRED_QA, "barexam_qa.csv")
+    for number, record in records:
         row = {
             "question_id": cell_text(record.get("idx")),
             "dataset": cell_text(record.get("dataset")),
