@@ -126,3 +126,39 @@ def cell_text(value) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+# ---- garbled text: what a wrong decoding or damaged bytes leave behind ----
+
+# UTF-8 bytes read as cp1252 or Latin-1: a lead byte's character (Â..Þ for two-byte sequences, à..ï for three)
+# followed by what a continuation byte (0x80-0xBF) becomes: 'Ã©' for é, 'â€™' for ’, 'Ä' for č.
+_CONTINUATION = "".join(sorted(set(bytes(range(0x80, 0xC0)).decode("latin-1")
+                                   + bytes(range(0x80, 0xC0)).decode("cp1252", errors="ignore"))))
+_CONT = "[" + re.escape(_CONTINUATION) + "]"
+_MOJIBAKE = re.compile("(?:[\u00c2-\u00d6\u00d8-\u00de]" + _CONT + "|[\u00e0-\u00ef]" + _CONT + "{2})")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _around(text: str, start: int, end: int) -> str:
+    left = max(0, text.rfind(" ", 0, max(0, start - 1)) + 1)
+    right = text.find(" ", end + 1)
+    snippet = text[left:right if right != -1 else len(text)]
+    return snippet if len(snippet) <= 40 else snippet[:37] + "..."
+
+
+def text_damage(text: str | None) -> str | None:
+    """Why a text is garbled, or None: U+FFFD where bytes could not be decoded, UTF-8 read in the wrong encoding
+    ('applicantâ€™s'), or control characters that no document holds."""
+    if not text:
+        return None
+    count = text.count("\ufffd")
+    if count:
+        at = text.index("\ufffd")
+        return f"{count} undecodable character(s) (U+FFFD), first in {_around(text, at, at + 1)!r}"
+    match = _MOJIBAKE.search(text)
+    if match:
+        return f"UTF-8 read in the wrong encoding: {_around(text, match.start(), match.end())!r}"
+    match = _CONTROL.search(text)
+    if match:
+        return f"control character U+{ord(match.group()):04X} in {_around(text, match.start(), match.end())!r}"
+    return None
