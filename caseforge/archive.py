@@ -105,7 +105,7 @@ def size_limit_bytes(source: str, kind: str) -> int:
             raise ValueError(f"{name} must be a number of megabytes, got {raw!r}") from exc
     else:
         megabytes = SIZE_LIMITS_MB[(source, kind)]
-    return int(megabytes * MB)
+    return int(round(megabytes * MB))
 
 
 def _megabytes(size: int) -> str:

@@ -7,6 +7,7 @@ import itertools
 import re
 import sys
 import unicodedata
+from typing import Callable
 
 from bs4 import BeautifulSoup
 
@@ -58,11 +59,12 @@ _LINE_END = re.compile(r"(?<=\n)")
 
 
 def csv_records(body: bytes, required: set[str], what: str,
-                max_record_bytes: int | None = None) -> tuple[list[tuple[int, dict]], list[str]]:
+                too_big: Callable[[int], str | None] | None = None) -> tuple[list[tuple[int, dict]], list[str]]:
     """(line number, record) for each good data row of a CSV file, every cell read as text, and one problem
     ("line N: why") for each row that cannot be read: a wrong number of fields, bytes that are not UTF-8,
-    a row over `max_record_bytes`. One broken row never loses the others: when a broken row ran over
-    several lines (a stray quote swallowing what follows), reading starts again on the line after its first.
+    a row that `too_big` (given its size in bytes) refuses. One broken row never loses the others: when a
+    broken row ran over several lines (a stray quote swallowing what follows), reading starts again on the
+    line after its first.
 
     Raises ValueError naming `what` when the file has no header or lacks a required column.
     """
@@ -103,8 +105,8 @@ def csv_records(body: bytes, required: set[str], what: str,
                 reason = f"{len(row)} fields where the header has {len(header)}"
             elif _NOT_UTF8.search(raw):
                 reason = "bytes that are not UTF-8"
-            elif max_record_bytes is not None and len(raw.encode("utf-8", "surrogateescape")) > max_record_bytes:
-                reason = f"{len(raw.encode('utf-8', 'surrogateescape')):,} bytes, over the limit of {max_record_bytes:,}"
+            elif too_big is not None:
+                reason = too_big(len(raw.encode("utf-8", "surrogateescape")))
             if reason is None:
                 records.append((first + 1, dict(zip(header, row))))
                 continue
