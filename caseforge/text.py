@@ -54,6 +54,10 @@ def html_to_text(value: str | None) -> str | None:
     return text or None
 
 
+class CsvFileError(ValueError):
+    """A CSV file that cannot be read at all: no header row, or a required column missing."""
+
+
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")      # bytes that were not UTF-8, kept by the surrogateescape decoder
 _LINE_END = re.compile(r"(?<=\n)")
 
@@ -66,7 +70,7 @@ def csv_records(body: bytes, required: set[str], what: str,
     broken row ran over several lines (a stray quote swallowing what follows), reading starts again on the
     line after its first.
 
-    Raises ValueError naming `what` when the file has no header or lacks a required column.
+    Raises CsvFileError naming `what` when the file has no header or lacks a required column.
     """
     csv.field_size_limit(sys.maxsize)
     text = body.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
@@ -97,7 +101,7 @@ def csv_records(body: bytes, required: set[str], what: str,
                 header = [name.strip() for name in row]
                 missing = required - set(header)
                 if missing:
-                    raise ValueError(f"{what} lacks columns: {', '.join(sorted(missing))}")
+                    raise CsvFileError(f"{what} lacks columns: {', '.join(sorted(missing))}")
                 continue
             raw = "".join(lines[first:last])
             reason = None
@@ -112,14 +116,29 @@ def csv_records(body: bytes, required: set[str], what: str,
                 continue
             problems.append(f"line {first + 1}: {reason}")
             if last - first > 1 and len(row) != len(header):
-                restart = first + 1             # what it swallowed may be good rows: read them again
-                break
+                restart = _resume_at(lines, first + 1, last, len(header))
+                if restart is not None:
+                    break
         if restart is None:
             break
         index = restart
     if header is None:
-        raise ValueError(f"{what} is empty: no header row")
+        raise CsvFileError(f"{what} is empty: no header row")
     return records, problems
+
+
+def _resume_at(lines: list[str], start: int, end: int, fields: int) -> int | None:
+    """Inside a broken record that ran over lines [start - 1, end) (a stray quote swallowing what follows), the first
+    line where a well-formed record begins: reading resumes there. None when no line inside it begins one (a
+    quoted cell that legitimately spans lines): then nothing inside is read as a record of its own."""
+    for index in range(start, end):
+        try:
+            row = next(csv.reader(itertools.islice(lines, index, None)))
+        except (StopIteration, csv.Error):
+            continue
+        if len(row) == fields and not _NOT_UTF8.search(lines[index]):
+            return index
+    return None
 
 
 def cell_text(value) -> str | None:

@@ -14,7 +14,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from caseforge.archive import size_problem
 from caseforge.text import csv_records
@@ -244,81 +243,73 @@ def _json_loads(text: str):
         raise DumpError("not JSON (nested too deeply to read)") from None
 
 
-def _jsonl_lines(raw: bytes) -> Iterator[tuple[int, bytes, str | None, str | None]]:
-    """(line number, bytes, text, problem) of each non-blank line: one encoding for the file (UTF-8, or
-    GB18030 when most lines are not UTF-8); a line that is not in it is a problem, the others are read."""
+_ESCAPED = re.compile("[\udc80-\udcff]")      # bytes the file's encoding could not read (surrogateescape)
+
+
+def _decode_dump(raw: bytes) -> tuple[str, str]:
+    """(text, encoding) of a dump: UTF-16 with a BOM, UTF-8 (BOM or not), else UTF-8 or GB18030, whichever most of
+    its non-ASCII lines are. Bytes that are not in that encoding stay as surrogate escapes, so the one line or
+    record holding them is refused and the rest is read (a strict decode lost the whole file)."""
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        text = decode_bytes(raw)
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                yield number, line.encode("utf-8"), line, None
-        return
+        try:
+            return decode_bytes(raw), "utf-16"
+        except (DecodeError, UnicodeDecodeError) as exc:
+            raise DumpError(f"not text: {exc}") from None
     raw = raw.removeprefix(codecs.BOM_UTF8)
-    lines = raw.split(b"\n")
     try:
-        raw.decode("utf-8")
-        encoding = "utf-8"
+        return raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
-        utf8 = other = 0
-        for line in lines:
-            if line.isascii():
-                continue
-            try:
-                line.decode("utf-8")
-                utf8 += 1
-            except UnicodeDecodeError:
-                other += 1
-        encoding = "utf-8" if utf8 > other else "gb18030"
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        pass
+    utf8 = other = 0
+    for line in raw.split(b"\n"):
+        if line.isascii():
             continue
         try:
-            yield number, line, line.decode(encoding), None
-        except UnicodeDecodeError as exc:
-            yield number, line, None, f"bytes that are not {encoding.upper()} (at byte {exc.start})"
+            line.decode("utf-8")
+            utf8 += 1
+        except UnicodeDecodeError:
+            other += 1
+    encoding = "utf-8" if utf8 > other else "gb18030"
+    return raw.decode(encoding, errors="surrogateescape"), encoding
+
+
+def _not_in(encoding: str, text: str) -> str:
+    at = _ESCAPED.search(text).start()
+    return f"bytes that are not {encoding.upper()} (at character {at})"
 
 
 def read_dump_rows(name: str, raw: bytes) -> tuple[list[tuple[str, dict | JudgmentRecord]], list[tuple[str, str]]]:
     """Rows of one dump file, each with where it is ("line 10" in JSONL and CSV, "record 3" in a JSON array,
     "document" for an old API script), and one (where, reason) problem per row that cannot be read: a JSONL
-    line that is not JSON or not an object, a CSV row with the wrong field count, a row over the cn record
-    size limit. One broken row never loses the others. DumpError when the file as a whole cannot be read."""
+    line that is not JSON or not an object, bytes not in the file's encoding, a CSV row with the wrong field
+    count, a row over the cn record size limit. One broken row never loses the others. DumpError when the file
+    as a whole cannot be read (not JSON as a whole, a broken old API script)."""
     lower = name.lower()
+    text, encoding = _decode_dump(raw)
     too_big = lambda size: size_problem("cn", "record", size)  # noqa: E731
     rows: list[tuple[str, dict | JudgmentRecord]] = []
     problems: list[tuple[str, str]] = []
-    if lower.endswith((".jsonl", ".ndjson")) and b"jsonHtmlData" not in raw[:100_000]:
-        for number, line, text, problem in _jsonl_lines(raw):
-            where = f"line {number}"
-            problem = problem or too_big(len(line))
-            if problem is None:
-                try:
-                    value = _json_loads(text)
-                except DumpError as exc:
-                    problem = str(exc)
-                else:
-                    if isinstance(value, dict):
-                        rows.append((where, value))
-                        continue
-                    problem = f"{_kind(value)}, not a record object"
-            problems.append((where, problem))
-        return rows, problems
-    try:
-        text = decode_bytes(raw)
-    except DecodeError as exc:
-        raise DumpError(f"not text: {exc}") from None
-    if "jsonHtmlData" in text:
+    if "jsonHtmlData" in text[:200_000] and not lower.endswith(".csv"):
+        if _ESCAPED.search(text):
+            raise DumpError(f"old API content script: {_not_in(encoding, text)}")
         return [("document", parse_old_api(text))], []
     if lower.endswith(".csv"):
         try:
-            records, csv_problems = csv_records(text.encode("utf-8", "surrogatepass"), set(), name, too_big)
+            records, csv_problems = csv_records(text.encode("utf-8", "surrogateescape"), set(), name, too_big)
         except ValueError as exc:
             raise DumpError(str(exc)) from None
         rows = [(f"line {number}", record) for number, record in records]
-        return rows, [tuple(problem.split(": ", 1)) for problem in csv_problems]
+        return rows, [tuple(p.replace("not UTF-8", f"not {encoding.upper()}").split(": ", 1)) for p in csv_problems]
     stripped = text.lstrip()
-    if lower.endswith(".json") or stripped.startswith("["):
+    data = None
+    if lower.endswith(".json"):
         data = _json_loads(stripped)
+    elif stripped.startswith("["):                 # a JSON array under another name; else JSONL below
+        try:
+            data = _json_loads(stripped)
+        except DumpError:
+            data = None
+    if data is not None:
         if isinstance(data, dict):
             data = data.get("result") or data.get("data") or [data]
             data = data if isinstance(data, list) else [data]
@@ -326,7 +317,10 @@ def read_dump_rows(name: str, raw: bytes) -> tuple[list[tuple[str, dict | Judgme
             raise DumpError(f"a JSON {_kind(data)}, not records")
         for index, value in enumerate(data, start=1):
             where = f"record {index}"
-            problem = too_big(len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")))
+            dumped = json.dumps(value, ensure_ascii=False, default=str)
+            problem = too_big(len(dumped.encode("utf-8", "surrogateescape")))
+            if problem is None and _ESCAPED.search(dumped):
+                problem = _not_in(encoding, dumped)
             if problem is None and not isinstance(value, dict):
                 problem = f"{_kind(value)}, not a record object"
             if problem is None:
@@ -334,7 +328,25 @@ def read_dump_rows(name: str, raw: bytes) -> tuple[list[tuple[str, dict | Judgme
             else:
                 problems.append((where, problem))
         return rows, problems
-    return read_dump_rows(name + ".jsonl", raw)       # any other name: one JSON record per line
+    for number, line in enumerate(text.split("\n"), start=1):          # JSONL, and any other name
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        problem = too_big(len(line.encode(encoding if encoding != "utf-16" else "utf-8", "surrogateescape")))
+        if problem is None and _ESCAPED.search(line):
+            problem = _not_in(encoding, line)
+        if problem is None:
+            try:
+                value = _json_loads(line)
+            except DumpError as exc:
+                problem = str(exc)
+            else:
+                if isinstance(value, dict):
+                    rows.append((where, value))
+                    continue
+                problem = f"{_kind(value)}, not a record object"
+        problems.append((where, problem))
+    return rows, problems
 
 
 def read_dump(name: str, raw: bytes) -> list[dict | JudgmentRecord]:
