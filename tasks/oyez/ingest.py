@@ -69,11 +69,16 @@ def plan_from_list(con: duckdb.DuckDBPyConnection, summaries: list[dict], full: 
 
 def list_summaries(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload, report: StageReport) -> list[dict]:
     """The usable summaries of an archived case list; each entry that is not one is quarantined with its index.
-    A list over the size limit or not a JSON array raises OyezParseError: nothing can be planned from it."""
-    too_big = size_problem(SOURCE, "list", len(payload.body))
-    if too_big:
-        raise OyezParseError(f"case list {payload.key}: {too_big}")
-    items, problems = read_case_list(payload.body)
+    A list over the size limit or not a JSON array is quarantined whole: nothing is planned from it."""
+    reason = size_problem(SOURCE, "list", len(payload.body))
+    if reason is None:
+        try:
+            items, problems = read_case_list(payload.body)
+        except Exception as exc:  # noqa: BLE001 - OyezParseError, or a parser bug on this list
+            reason = failure_reason(exc)
+    if reason is not None:
+        quarantine_problem(con, run_id, "scotus_cases", ParseProblem(payload.key, reason, payload.sha256), report, "oyez")
+        return []
     for problem in problems:
         quarantine_problem(con, run_id, "scotus_cases", ParseProblem(f"{payload.key} {problem.split(':', 1)[0]}",
                            problem.split(": ", 1)[-1], payload.sha256, key=payload.key), report, "oyez")

@@ -127,3 +127,16 @@ def test_a_case_file_over_the_size_limit_is_quarantined_before_parsing(samples_d
     [line] = report.failures
     assert "huge.json" in line and "over the oyez case limit" in line and "CASEFORGE_MAX_MB_OYEZ_CASE" in line
     assert _table(db_path, "SELECT count(*) FROM ops.raw_payloads WHERE key LIKE '%huge%'") == [(0,)]
+
+
+def test_a_broken_case_list_is_quarantined_not_a_crash(db_path):
+    import httpx
+
+    def server(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b'[{"ID": 1, "href": "https://api.oyez.org/cases/1999/1-1"')   # cut
+
+    settings = Settings(db_path=db_path, requests_per_second=0, max_retries=0, backoff_base_s=0.01)
+    report = ingest.refresh(settings, transport=httpx.MockTransport(server), sleep=lambda s: None)
+    [line] = report.failures
+    assert line.startswith("oyez list/all: case list is not valid JSON")
+    assert _table(db_path, "SELECT source_key, stage FROM ops.quarantine") == [("list/all", "parse")]
