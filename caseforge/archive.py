@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import duckdb
 
@@ -66,3 +68,65 @@ class RawArchive:
         if row is None:
             return None
         return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+
+
+# ---- size limits: what one upstream file or record may weigh before a parser is allowed to read it ----
+
+MB = 1024 * 1024
+# (source, kind) -> default limit in MB; each is overridden by CASEFORGE_MAX_MB_<SOURCE>_<KIND> (README).
+# The defaults sit far above the largest real input and far below what would choke a parser or the
+# warehouse: the largest sample Oyez case detail is 71 KB, a long Grand Chamber judgment a few MB.
+SIZE_LIMITS_MB: dict[tuple[str, str], float] = {
+    ("oyez", "case"): 2,           # one case-detail JSON
+    ("oyez", "list"): 64,          # the /cases list of every term (~8,400 summaries)
+    ("oyez", "legacy"): 64,        # the legacy justice table CSV
+    ("hudoc", "body"): 32,         # one judgment body, HTML or DOCX
+    ("hudoc", "metadata"): 32,     # one query-result page or metadata file
+    ("guides", "guide"): 64,       # one guide: PDF, form-feed text or page CSV
+    ("cn", "dump"): 1024,          # one dump file (JSONL/JSON/CSV) or API response
+    ("cn", "record"): 4,           # one judgment record inside a dump (a JSONL line, a CSV row)
+    ("barexam", "file"): 1024,     # barexam_qa.csv or a passages_*.jsonl
+    ("barexam", "record"): 1,      # one question row or passage line
+}
+
+
+def size_limit_variable(source: str, kind: str) -> str:
+    return f"CASEFORGE_MAX_MB_{source.upper()}_{kind.upper()}"
+
+
+def size_limit_bytes(source: str, kind: str) -> int:
+    """The limit in bytes: the environment's CASEFORGE_MAX_MB_<SOURCE>_<KIND>, else the default."""
+    name = size_limit_variable(source, kind)
+    raw = os.environ.get(name, "").strip()
+    if raw:
+        try:
+            megabytes = float(raw)
+        except ValueError as exc:
+            raise ValueError(f"{name} must be a number of megabytes, got {raw!r}") from exc
+    else:
+        megabytes = SIZE_LIMITS_MB[(source, kind)]
+    return int(round(megabytes * MB))
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MB:.1f} MB" if size >= MB / 10 else f"{size:,} bytes"
+
+
+def size_problem(source: str, kind: str, size: int) -> str | None:
+    """Why an input of `size` bytes is refused before parsing, or None when it is within the limit."""
+    limit = size_limit_bytes(source, kind)
+    if size <= limit:
+        return None
+    return (f"{_megabytes(size)} is over the {source} {kind} limit of {_megabytes(limit)} "
+            f"(set {size_limit_variable(source, kind)} to raise it); not parsed")
+
+
+def payload_origin(payload: Payload) -> str:
+    """Where a payload came from, for a one-line problem: its archive key, plus the file name of a replayed file
+    when the key does not already say it."""
+    url = payload.url or ""
+    if url.startswith("file:"):
+        name = Path(unquote(urlparse(url).path)).name
+        if name and name not in payload.key:
+            return f"{payload.key} (file {name})"
+    return payload.key

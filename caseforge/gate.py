@@ -190,3 +190,31 @@ def quarantine(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, s
          json.dumps(row_data, ensure_ascii=False, default=str) if row_data is not None else None,
          raw_sha256, datetime.now(timezone.utc)],
     )
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    """One input that could not become rows: where it is (file, and line or key) and why."""
+
+    where: str                       # as the run's report names it: "file/x.jsonl line 10", "2015/14-1096 (file y.json)"
+    reason: str
+    raw_sha256: str | None = None
+    row_data: dict | None = None
+    key: str | None = None           # ops.quarantine.source_key when it differs from `where` (an archive key)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A parser failure as a quarantine reason. A parser's own error (a ValueError subclass it defines) says why
+    in its message; anything else is a parser bug on this input and is named with its type."""
+    if isinstance(exc, ValueError) and type(exc).__module__ not in ("builtins", "json.decoder"):
+        return str(exc) or type(exc).__name__
+    return f"parser error {type(exc).__name__}: {exc}"
+
+
+def quarantine_problem(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, problem: ParseProblem,
+                       report, label: str, counter: str = "quarantined", stage: str = "parse") -> None:
+    """Quarantine one problem and put it on the run's report: a counter and one line naming where and why."""
+    report.add(counter)
+    report.fail(f"{label} {problem.where}: {problem.reason}")
+    quarantine(con, run_id, table, stage, problem.reason, source_key=problem.key or problem.where, raw_sha256=problem.raw_sha256,
+               row_data=problem.row_data)

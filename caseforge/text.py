@@ -1,10 +1,13 @@
 """Text cleaning shared by the parsers."""
 from __future__ import annotations
 
+import csv
 import html
-import io
+import itertools
 import re
+import sys
 import unicodedata
+from typing import Callable
 
 from bs4 import BeautifulSoup
 
@@ -51,18 +54,91 @@ def html_to_text(value: str | None) -> str | None:
     return text or None
 
 
-def csv_records(body: bytes, required: set[str], what: str) -> list[tuple[int, dict]]:
-    """(line number, record) for each data row of a CSV file, every cell read as text.
+class CsvFileError(ValueError):
+    """A CSV file that cannot be read at all: no header row, or a required column missing."""
 
-    Raises ValueError naming `what` and the missing columns when a required column is absent.
+
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")      # bytes that were not UTF-8, kept by the surrogateescape decoder
+_LINE_END = re.compile(r"(?<=\n)")
+
+
+def csv_records(body: bytes, required: set[str], what: str,
+                too_big: Callable[[int], str | None] | None = None) -> tuple[list[tuple[int, dict]], list[str]]:
+    """(line number, record) for each good data row of a CSV file, every cell read as text, and one problem
+    ("line N: why") for each row that cannot be read: a wrong number of fields, bytes that are not UTF-8,
+    a row that `too_big` (given its size in bytes) refuses. One broken row never loses the others: when a
+    broken row ran over several lines (a stray quote swallowing what follows), reading starts again on the
+    line after its first.
+
+    Raises CsvFileError naming `what` when the file has no header or lacks a required column.
     """
-    import pandas as pd
+    csv.field_size_limit(sys.maxsize)
+    text = body.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    lines = [line for line in _LINE_END.split(text) if line]
+    records: list[tuple[int, dict]] = []
+    problems: list[str] = []
+    header: list[str] | None = None
+    index = 0                                   # 0-based physical line where the reader (re)starts
+    while index < len(lines):
+        reader = csv.reader(itertools.islice(lines, index, None))
+        restart = None
+        done = 0                                # lines the reader has consumed since `index`
+        while True:
+            first = index + done                # 0-based first line of the next record
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                done = reader.line_num
+                problems.append(f"line {first + 1}: {exc}")
+                continue
+            done = reader.line_num
+            last = index + done                 # 0-based line after the record
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue                        # a blank line
+            if header is None:
+                header = [name.strip() for name in row]
+                missing = required - set(header)
+                if missing:
+                    raise CsvFileError(f"{what} lacks columns: {', '.join(sorted(missing))}")
+                continue
+            raw = "".join(lines[first:last])
+            reason = None
+            if len(row) != len(header):
+                reason = f"{len(row)} fields where the header has {len(header)}"
+            elif _NOT_UTF8.search(raw):
+                reason = "bytes that are not UTF-8"
+            elif too_big is not None:
+                reason = too_big(len(raw.encode("utf-8", "surrogateescape")))
+            if reason is None:
+                records.append((first + 1, dict(zip(header, row))))
+                continue
+            problems.append(f"line {first + 1}: {reason}")
+            if last - first > 1 and len(row) != len(header):
+                restart = _resume_at(lines, first + 1, last, len(header))
+                if restart is not None:
+                    break
+        if restart is None:
+            break
+        index = restart
+    if header is None:
+        raise CsvFileError(f"{what} is empty: no header row")
+    return records, problems
 
-    table = pd.read_csv(io.BytesIO(body), dtype=str, keep_default_na=False, na_values=[""])
-    missing = required - set(table.columns)
-    if missing:
-        raise ValueError(f"{what} lacks columns: {', '.join(sorted(missing))}")
-    return list(enumerate(table.to_dict("records"), start=2))
+
+def _resume_at(lines: list[str], start: int, end: int, fields: int) -> int | None:
+    """Inside a broken record that ran over lines [start - 1, end) (a stray quote swallowing what follows), the first
+    line where a well-formed record begins: reading resumes there. None when no line inside it begins one (a
+    quoted cell that legitimately spans lines): then nothing inside is read as a record of its own."""
+    for index in range(start, end):
+        try:
+            row = next(csv.reader(itertools.islice(lines, index, None)))
+        except (StopIteration, csv.Error):
+            continue
+        if len(row) == fields and not _NOT_UTF8.search(lines[index]):
+            return index
+    return None
 
 
 def cell_text(value) -> str | None:
@@ -71,3 +147,39 @@ def cell_text(value) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+# ---- garbled text: what a wrong decoding or damaged bytes leave behind ----
+
+# UTF-8 bytes read as cp1252 or Latin-1: a lead byte's character (Â..Þ for two-byte sequences, à..ï for three)
+# followed by what a continuation byte (0x80-0xBF) becomes: 'Ã©' for é, 'â€™' for ’, 'Ä' for č.
+_CONTINUATION = "".join(sorted(set(bytes(range(0x80, 0xC0)).decode("latin-1")
+                                   + bytes(range(0x80, 0xC0)).decode("cp1252", errors="ignore"))))
+_CONT = "[" + re.escape(_CONTINUATION) + "]"
+_MOJIBAKE = re.compile("(?:[\u00c2-\u00d6\u00d8-\u00de]" + _CONT + "|[\u00e0-\u00ef]" + _CONT + "{2})")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _around(text: str, start: int, end: int) -> str:
+    left = max(0, text.rfind(" ", 0, max(0, start - 1)) + 1)
+    right = text.find(" ", end + 1)
+    snippet = text[left:right if right != -1 else len(text)]
+    return snippet if len(snippet) <= 40 else snippet[:37] + "..."
+
+
+def text_damage(text: str | None) -> str | None:
+    """Why a text is garbled, or None: U+FFFD where bytes could not be decoded, UTF-8 read in the wrong encoding
+    ('applicantâ€™s'), or control characters that no document holds."""
+    if not text:
+        return None
+    count = text.count("\ufffd")
+    if count:
+        at = text.index("\ufffd")
+        return f"{count} undecodable character(s) (U+FFFD), first in {_around(text, at, at + 1)!r}"
+    match = _MOJIBAKE.search(text)
+    if match:
+        return f"UTF-8 read in the wrong encoding: {_around(text, match.start(), match.end())!r}"
+    match = _CONTROL.search(text)
+    if match:
+        return f"control character U+{ord(match.group()):04X} in {_around(text, match.start(), match.end())!r}"
+    return None

@@ -8,9 +8,9 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.archive import RawArchive
+from caseforge.archive import RawArchive, size_problem
 from caseforge.config import Settings
-from caseforge.gate import quarantine
+from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import gate_and_load
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
@@ -23,12 +23,21 @@ PASSAGE_GLOB = "passages_*.jsonl"
 
 def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser, curate_sql: str, key: str,
           report: StageReport, content_type: str) -> None:
+    too_big = size_problem(SOURCE, "file", path.stat().st_size)
+    if too_big:
+        quarantine_problem(con, run_id, table, ParseProblem(path.name, too_big), report, "barexam")
+        return
     payload, _ = archive.store_file(SOURCE, path.name, path, content_type=content_type)
-    frame, problems = parser(payload.body, payload.sha256)
+    try:
+        frame, problems = parser(payload.body, payload.sha256)
+    except Exception as exc:  # noqa: BLE001 - a file without its header or columns: this file only
+        quarantine_problem(con, run_id, table, ParseProblem(path.name, failure_reason(exc), payload.sha256), report,
+                           "barexam")
+        return
     for problem in problems:
-        report.add("quarantined")
-        report.fail(f"{path.name}: {problem}")
-        quarantine(con, run_id, table, "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
+        where, _, reason = problem.partition(": ")
+        quarantine_problem(con, run_id, table, ParseProblem(f"{path.name} {where}", reason, payload.sha256,
+                                                            key=path.name), report, "barexam")
     outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key)
     outcome.report_to(report, f"{table}_loaded")
 

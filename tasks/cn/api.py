@@ -20,6 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from caseforge.archive import size_problem
 from caseforge.fetch import Fetcher
 from caseforge.tasks.cn.records import JudgmentRecord, record_from_dict
 from caseforge.tasks.cn.text import decode_bytes
@@ -55,10 +56,16 @@ def document_key(doc_id: str) -> str:
 
 
 def parse_document_response(doc_id: str, body: bytes) -> JudgmentRecord:
+    """The record an answer of the document endpoint holds; WenshuApiError (or RecordError) saying why not."""
+    too_big = size_problem(SOURCE, "dump", len(body))
+    if too_big:
+        raise WenshuApiError(f"document {doc_id}: {too_big}")
     try:
         data = json.loads(decode_bytes(body))
     except ValueError as exc:
         raise WenshuApiError(f"document {doc_id}: response is not JSON ({exc})") from exc
+    except RecursionError:
+        raise WenshuApiError(f"document {doc_id}: response is JSON nested too deeply to read") from None
     if isinstance(data, dict) and "result" in data and not any(k.startswith("s") and k[1:].isdigit() for k in data):
         if data.get("code") not in (None, 1, "1", 200, "200"):
             raise WenshuApiError(f"document {doc_id}: endpoint said code={data.get('code')}: "
@@ -67,7 +74,7 @@ def parse_document_response(doc_id: str, body: bytes) -> JudgmentRecord:
         if isinstance(data, str):
             try:
                 data = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise WenshuApiError(f"document {doc_id}: the result is encrypted; decryption is not "
                                      "implemented (use a decrypting export or bulk dumps)") from None
     if not isinstance(data, dict):

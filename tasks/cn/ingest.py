@@ -11,11 +11,11 @@ from typing import Callable, Iterator
 import duckdb
 import pandas as pd
 
-from caseforge.archive import Payload, RawArchive
+from caseforge.archive import Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher
-from caseforge.gate import quarantine
+from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
@@ -23,8 +23,7 @@ from caseforge.session import RunSession, run_session
 from caseforge.tasks.cn import curate
 from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials
 from caseforge.tasks.cn.filters import FilterConfig, load_filter_config
-from caseforge.tasks.cn.records import JudgmentRecord, RecordError, parse_record, read_dump, record_from_dict
-from caseforge.tasks.cn.text import DecodeError
+from caseforge.tasks.cn.records import JudgmentRecord, parse_record, read_dump_rows, record_from_dict
 from caseforge.warehouse import run_sql
 
 log = logging.getLogger(__name__)
@@ -55,31 +54,45 @@ def archive_file(archive: RawArchive, directory: Path, path: Path) -> Payload:
     return payload
 
 
-def records_of(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-               report: StageReport) -> Iterator[JudgmentRecord]:
-    """Records of one archived dump; unreadable files and rows are quarantined with their reason."""
+def read_records(name: str, raw: bytes) -> tuple[list[tuple[str, JudgmentRecord]], list[ParseProblem]]:
+    """(where, record) for every record of one dump that can be read, and one problem (its line, record number
+    or the file) for every one that cannot, whatever the failure: one bad line never loses the others. Pure."""
     try:
-        rows = read_dump(payload.key, payload.body)
-    except (DecodeError, RecordError, ValueError) as exc:
-        _reject(con, run_id, report, payload, payload.key, f"unreadable dump: {exc}")
-        return
-    for index, row in enumerate(rows):
+        rows, problems = read_dump_rows(name, raw)
+    except Exception as exc:  # noqa: BLE001 - the file as a whole is unreadable (not text, not JSON)
+        return [], [ParseProblem("", f"unreadable dump: {failure_reason(exc)}")]
+    found = [ParseProblem(where, reason) for where, reason in problems]
+    records = []
+    for where, row in rows:
         if isinstance(row, JudgmentRecord):
-            yield row
+            records.append((where, row))
             continue
         try:
-            if not isinstance(row, dict):
-                raise RecordError(f"row is a {type(row).__name__}, not an object")
-            yield record_from_dict(row)
-        except RecordError as exc:
-            _reject(con, run_id, report, payload, f"{payload.key}#{index}", str(exc), row)
+            records.append((where, record_from_dict(row)))
+        except Exception as exc:  # noqa: BLE001 - a record of the wrong shape: this record only
+            found.append(ParseProblem(where, failure_reason(exc), row_data=row))
+    order = {where: i for i, (where, _) in enumerate(rows)}
+    found.sort(key=lambda p: (order.get(p.where, -1), _line(p.where)))
+    return records, found
 
 
-def _reject(con, run_id, report, payload, key, reason, row=None) -> None:
-    report.add("quarantined")
-    report.fail(f"cn {key}: {reason}")
-    quarantine(con, run_id, TABLE, "parse", reason, source_key=key, raw_sha256=payload.sha256,
-               row_data=json.dumps(row, ensure_ascii=False, default=str)[:100_000] if row is not None else None)
+def _line(where: str) -> int:
+    number = where.rsplit(" ", 1)[-1]
+    return int(number) if number.isdigit() else 0
+
+
+def records_of(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
+               report: StageReport) -> Iterator[JudgmentRecord]:
+    """Records of one archived dump; unreadable files and rows are quarantined with their file and line."""
+    records, problems = read_records(payload.key, payload.body)
+    for problem in problems:
+        where = f"{payload.key} {problem.where}".rstrip()
+        row = problem.row_data
+        if row is not None and len(json.dumps(row, ensure_ascii=False, default=str)) > 100_000:
+            row = {"row_json_start": json.dumps(row, ensure_ascii=False, default=str)[:100_000]}
+        quarantine_problem(con, run_id, TABLE, ParseProblem(where, problem.reason, payload.sha256, row), report, "cn")
+    for _, record in records:
+        yield record
 
 
 def content_sha(record: JudgmentRecord) -> str:
@@ -94,8 +107,9 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
     for record, payload in items:
         try:
             row = parse_record(record)
-        except Exception as exc:  # a parser bug on one document must not lose the batch
-            _reject(con, run_id, report, payload, f"{payload.key}:{record.doc_id}", f"parse error: {exc!r}")
+        except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not lose the batch
+            quarantine_problem(con, run_id, TABLE, ParseProblem(f"{payload.key}:{record.doc_id}", failure_reason(exc),
+                                                                payload.sha256), report, "cn")
             continue
         row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
         rows.append(row)
@@ -117,6 +131,11 @@ def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: Raw
     """Archive each file, then yield its records in batches (a batch never spans two files' failures)."""
     batch: list[tuple[JudgmentRecord, Payload]] = []
     for path in paths:
+        too_big = size_problem(SOURCE, "dump", path.stat().st_size)
+        if too_big:
+            key = f"file/{path.relative_to(directory).as_posix()}"
+            quarantine_problem(con, run_id, TABLE, ParseProblem(key, too_big), report, "cn")
+            continue
         payload = archive_file(archive, directory, path)
         report.add("files")
         for record in records_of(con, run_id, payload, report):
@@ -139,7 +158,7 @@ def fetch_documents(client, con: duckdb.DuckDBPyConnection, run_id: int, doc_ids
                     report: StageReport) -> list[tuple[JudgmentRecord, Payload]]:
     """Fetch documents by id through the user's session (tasks/cn/api.py); failures are quarantined."""
     from caseforge.fetch import FetchError
-    from caseforge.tasks.cn.api import WenshuApiError, document_key
+    from caseforge.tasks.cn.api import document_key
 
     fetched = []
     for doc_id in doc_ids:
@@ -150,12 +169,10 @@ def fetch_documents(client, con: duckdb.DuckDBPyConnection, run_id: int, doc_ids
             report.fail(f"cn {doc_id}: fetch failed: {exc.reason}")
             quarantine(con, run_id, TABLE, "fetch", exc.reason, source_key=document_key(doc_id))
             continue
-        except (WenshuApiError, RecordError) as exc:
-            report.add("quarantined")
-            report.fail(f"cn {doc_id}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - WenshuApiError, RecordError or a parser bug: this document only
             latest = client.fetcher.archive.latest(SOURCE, document_key(doc_id))
-            quarantine(con, run_id, TABLE, "parse", str(exc), source_key=document_key(doc_id),
-                       raw_sha256=latest.sha256 if latest else None)
+            quarantine_problem(con, run_id, TABLE, ParseProblem(document_key(doc_id), failure_reason(exc),
+                                                                latest.sha256 if latest else None), report, "cn")
             continue
         report.add("fetched")
         fetched.append((record, payload))

@@ -56,6 +56,7 @@ class Citation:
     start: int
     is_ibid: bool = False
     repeats_previous: bool = False
+    problem: str | None = None          # why this citation cannot be trusted as read (a year the extraction cut)
 
     @property
     def whole_case(self) -> bool:
@@ -80,6 +81,37 @@ def expand_pinpoints(text: str) -> list[int]:
         else:
             numbers.extend([low, high])
     return list(dict.fromkeys(numbers))
+
+
+# Respondent States as the guides write them; a respondent the PDF extraction split ('L atvia', 'Switzerl and')
+# is rejoined when its letters spell one of these.
+RESPONDENT_STATES = (
+    "Albania", "Andorra", "Armenia", "Austria", "Azerbaijan", "Belgium", "Bosnia and Herzegovina", "Bulgaria",
+    "Croatia", "Cyprus", "the Czech Republic", "Czechoslovakia", "Denmark", "Estonia", "Finland", "France",
+    "Georgia", "Germany", "the Federal Republic of Germany", "Greece", "Hungary", "Iceland", "Ireland", "Italy",
+    "Latvia", "Liechtenstein", "Lithuania", "Luxembourg", "Malta", "the Republic of Moldova", "Moldova", "Monaco",
+    "Montenegro", "the Netherlands", "North Macedonia", "the former Yugoslav Republic of Macedonia", "Norway",
+    "Poland", "Portugal", "Romania", "Russia", "San Marino", "Serbia", "Serbia and Montenegro",
+    "the Slovak Republic", "Slovakia", "Slovenia", "Spain", "Sweden", "Switzerland", "Turkey", "Türkiye", "Ukraine",
+    "the United Kingdom",
+)
+_STATE_BY_LETTERS = {re.sub(r"[^a-z]", "", state.casefold()): state for state in RESPONDENT_STATES}
+FIRST_YEAR, LAST_YEAR = 1950, 2100       # the Convention was signed in 1950
+
+
+def _respondent(text: str) -> str:
+    """The respondent as read, or the State its letters spell when the extraction split it."""
+    return _STATE_BY_LETTERS.get(re.sub(r"[^a-z]", "", text.casefold()), text)
+
+
+def _year(text: str) -> tuple[int | None, str | None]:
+    """(year, problem): a four-digit year of the Court's time, or None and why the printed one is not."""
+    if len(text) != 4:
+        return None, f"year {text!r} is not a four-digit year (cut by the PDF extraction?)"
+    year = int(text)
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        return None, f"year {text!r} is not a year of the Convention's case-law ({FIRST_YEAR}-{LAST_YEAR})"
+    return year, None
 
 
 COMMON_SHORT_WORDS = {"in", "at", "to", "by", "as", "is", "an", "a", "or", "per", "its", "his", "her", "see", "cf",
@@ -168,13 +200,15 @@ def extract_citations(text: str) -> list[Citation]:
         if not applicant:
             continue
         name, start = applicant
-        respondent = _clean(forward["resp"])
+        respondent = _respondent(_clean(forward["resp"]))
         grand_chamber, decision, number = _tags(forward["tags"] or "")
         pins = expand_pinpoints(forward["pins"]) if forward["pins"] else []
         case_name = f"{_clean(name)} v. {respondent}" + (f" (no. {number})" if number else "")
         boundary = max(text.rfind(";", 0, start), text.rfind("(", 0, start), last_end)
-        found.append(Citation(case_name, _clean(name), respondent, int(forward["year"]), grand_chamber, decision,
-                              number, pins, _signal(text, start, boundary), _clean(text[start:forward.end()]), start))
+        year, problem = _year(forward["year"])
+        found.append(Citation(case_name, _clean(name), respondent, year, grand_chamber, decision,
+                              number, pins, _signal(text, start, boundary), _clean(text[start:forward.end()]), start,
+                              problem=problem))
         last_end = forward.end()
     repeats = [(m.start(), m, True) for m in IBID_RE.finditer(text)]
     repeats += [(m.start(), m, False) for m in BARE_PIN_RE.finditer(text)]
@@ -185,7 +219,7 @@ def extract_citations(text: str) -> list[Citation]:
             base = before[-1]
             found.append(Citation(base.case_name, base.applicant, base.respondent, base.year, base.grand_chamber,
                                   base.is_decision, base.no_number, pins, None, _clean(match[0]), position,
-                                  is_ibid=ibid, repeats_previous=not ibid))
+                                  is_ibid=ibid, repeats_previous=not ibid, problem=base.problem))
         else:
             found.append(Citation("", "", "", None, False, False, None, pins, None, _clean(match[0]), position,
                                   is_ibid=ibid, repeats_previous=not ibid))
@@ -202,7 +236,7 @@ def citation_rows(guide_id: str, paragraphs: list[dict], previous_case: Citation
                 citation = Citation(previous_case.case_name, previous_case.applicant, previous_case.respondent,
                                     previous_case.year, previous_case.grand_chamber, previous_case.is_decision,
                                     previous_case.no_number, citation.pinpoints, None, citation.raw, citation.start,
-                                    citation.is_ibid, citation.repeats_previous)
+                                    citation.is_ibid, citation.repeats_previous, previous_case.problem)
             if citation.case_name and not (citation.is_ibid or citation.repeats_previous):
                 previous_case = citation
             rows.append({
@@ -214,4 +248,6 @@ def citation_rows(guide_id: str, paragraphs: list[dict], previous_case: Citation
                 "signal": citation.signal, "is_ibid": citation.is_ibid, "repeats_previous": citation.repeats_previous,
                 "raw_citation": citation.raw,
             })
+            if citation.problem:
+                rows[-1]["problem"] = citation.problem      # the stage quarantines it (not a column)
     return rows

@@ -10,16 +10,16 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge.archive import Payload, RawArchive
+from caseforge.archive import Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.gate import quarantine
+from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, gate_and_load
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.guides import citations as cites
-from caseforge.tasks.guides.pages import GuidePage, GuideSourceError, read_pages
+from caseforge.tasks.guides.pages import GuidePage, read_pages
 from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.guides.paragraphs import parse_guide
 from caseforge.tasks.guides.resolve import Resolver, load_french_map
@@ -48,7 +48,10 @@ def guide_id_from_name(name: str) -> str:
     return re.sub(r"_pages(?:_\w+)?$", "", stem)
 
 
-def replay_sources(archive: RawArchive, directory: Path, report: StageReport) -> tuple[list[GuideSource], Path | None]:
+def replay_sources(archive: RawArchive, directory: Path, report: StageReport,
+                   too_big: list[ParseProblem] | None = None) -> tuple[list[GuideSource], Path | None]:
+    """The guide files under a replay folder, archived, and the French → English table if there is one. A guide
+    over the size limit is left unread and its problem appended to `too_big` (only counted without it)."""
     if not directory.is_dir():
         raise FileNotFoundError(f"--from-dir {directory} is not a folder")
     sources, french = [], None
@@ -57,6 +60,12 @@ def replay_sources(archive: RawArchive, directory: Path, report: StageReport) ->
             french = path
             continue
         guide_id = guide_id_from_name(path.name)
+        over = size_problem(SOURCE, "guide", path.stat().st_size)
+        if over:
+            report.add("guide_files")
+            if too_big is not None:
+                too_big.append(ParseProblem(guide_id, f"{path.name}: {over}"))
+            continue
         payload, _ = archive.store_file(SOURCE, f"file/{path.name}", path)
         report.add("guide_files")
         sources.append(GuideSource(guide_id, payload))
@@ -109,35 +118,52 @@ def page_links(pages: list[GuidePage], numbers: list[int]) -> dict[str, str | No
     return links
 
 
+def parse_guide_source(source: GuideSource, resolver: Resolver) -> tuple[list[dict], list[dict], list[ParseProblem],
+                                                                       dict]:
+    """(paragraph rows, resolved citation rows, problems, counts) of one guide. Pure. A guide that cannot be read,
+    whose size is over the limit, or whose parse lost most of the document gives no rows and one problem naming
+    the guide; a citation that cannot be trusted (a year the extraction cut) is a problem of its own, naming its
+    paragraph, and the other citations stay."""
+    name = source.payload.key.split("/", 1)[-1]
+    reason = size_problem(SOURCE, "guide", len(source.payload.body))
+    parsed = None
+    if reason is None:
+        try:
+            pages = read_pages(source.payload.body, name if "." in name else name + ".pdf")
+            parsed = parse_guide(source.guide_id, pages, source.payload.sha256)
+            reason = "; ".join(parsed.problems) or None
+            rows = cites.citation_rows(source.guide_id, parsed.rows)
+            pages_of = {row["para_no"]: row["pages"] for row in parsed.rows}
+            for row in rows:
+                row.update(resolver.resolve(row, page_links(pages, pages_of[row["para_no"]])))
+                row["raw_sha256"] = source.payload.sha256
+        except Exception as exc:  # noqa: BLE001 - GuideSourceError, or a parser bug on this guide: this guide only
+            reason = failure_reason(exc)
+    if reason is not None:
+        return [], [], [ParseProblem(source.guide_id, reason, source.payload.sha256)], {}
+    problems = [ParseProblem(f"{source.guide_id} § {row['para_no']} citation {row['ordinal']}", row["problem"],
+                             source.payload.sha256, row_data=row, key=source.guide_id)
+                for row in rows if row.get("problem")]
+    kept = [row for row in rows if not row.get("problem")]
+    counts = {"guide_paragraphs_parsed": len(parsed.rows), "guide_lines_outside_paragraphs": parsed.dropped_lines,
+              "citations_parsed": len(rows), "citations_resolved": sum(1 for r in kept if r["itemid"])}
+    return parsed.rows, kept, problems, counts
+
+
 def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
                  report: StageReport) -> tuple[list[dict], list[dict]] | None:
     """(paragraph rows, resolved citation rows) of one guide; None when it is quarantined."""
-    name = source.payload.key.split("/", 1)[-1]
-    try:
-        pages = read_pages(source.payload.body, name if "." in name else name + ".pdf")
-        parsed = parse_guide(source.guide_id, pages, source.payload.sha256)
-    except GuideSourceError as exc:
-        parsed, pages = None, []
-        reason = str(exc)
-    else:
-        reason = "; ".join(parsed.problems)
-    if parsed is None or parsed.problems:
-        report.add("guides_quarantined")
-        report.fail(f"guide {source.guide_id}: {reason}")
-        quarantine(con, run_id, "guide_paragraphs", "parse", reason, source_key=source.guide_id,
-                   raw_sha256=source.payload.sha256)
+    paragraphs, citations, problems, counts = parse_guide_source(source, resolver)
+    if not paragraphs:
+        for problem in problems:
+            quarantine_problem(con, run_id, "guide_paragraphs", problem, report, "guide", counter="guides_quarantined")
         return None
     report.add("guides_parsed")
-    report.add("guide_paragraphs_parsed", len(parsed.rows))
-    report.add("guide_lines_outside_paragraphs", parsed.dropped_lines)
-    rows = cites.citation_rows(source.guide_id, parsed.rows)
-    pages_of = {row["para_no"]: row["pages"] for row in parsed.rows}
-    for row in rows:
-        row.update(resolver.resolve(row, page_links(pages, pages_of[row["para_no"]])))
-        row["raw_sha256"] = source.payload.sha256
-    report.add("citations_parsed", len(rows))
-    report.add("citations_resolved", sum(1 for r in rows if r["itemid"]))
-    return parsed.rows, rows
+    for name, value in counts.items():
+        report.add(name, value)
+    for problem in problems:
+        quarantine_problem(con, run_id, "guide_citations", problem, report, "guide", counter="citations_quarantined")
+    return paragraphs, citations
 
 
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
@@ -181,7 +207,11 @@ def refresh(settings: Settings, from_dir: str | None = None, guide_ids: list[str
         report = session.report
         french = Path(french_map) if french_map else None
         if from_dir:
-            sources, found = replay_sources(session.archive, Path(from_dir), report)
+            too_big: list[ParseProblem] = []
+            sources, found = replay_sources(session.archive, Path(from_dir), report, too_big)
+            for problem in too_big:
+                quarantine_problem(session.con, session.run_id, "guide_paragraphs", problem, report, "guide",
+                                   counter="guides_quarantined")
             french = french or found
         else:
             with Fetcher(settings, session.archive, transport=transport) as fetcher:

@@ -37,13 +37,23 @@ def pages_from_csv(body: bytes) -> list[GuidePage]:
     if not reader.fieldnames or not {"page_number", "page_text"} <= set(reader.fieldnames):
         raise GuideSourceError(f"page CSV needs page_number and page_text columns, has {reader.fieldnames}")
     pages = []
-    for line, row in enumerate(reader, start=2):
-        try:
-            links = json.loads(row.get("citations") or "{}")
-            number = int(row["page_number"])
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise GuideSourceError(f"page CSV line {line}: {exc}") from exc
-        pages.append(GuidePage(number, row.get("page_text") or "", {str(k): v for k, v in links.items()}))
+    line = 1
+    try:
+        for row in reader:
+            line = reader.line_num
+            try:
+                links = json.loads(row.get("citations") or "{}")
+                number = int(row["page_number"] or "")
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise GuideSourceError(f"page CSV line {line}: {type(exc).__name__}: {exc}") from None
+            if not isinstance(links, dict) or not all(isinstance(v, (str, type(None))) for v in links.values()):
+                raise GuideSourceError(f"page CSV line {line}: citations must map itemids to linked titles")
+            text = row.get("page_text")
+            if row.get(None) is not None or not isinstance(text, (str, type(None))):
+                raise GuideSourceError(f"page CSV line {line}: more fields than the header names")
+            pages.append(GuidePage(number, text or "", {str(k): v for k, v in links.items()}))
+    except csv.Error as exc:
+        raise GuideSourceError(f"page CSV line {line + 1}: {exc}") from None
     return sorted(pages, key=lambda p: p.number)
 
 
@@ -89,32 +99,42 @@ def _text_under(fragments: list[tuple[float, float, float, str]], rect: list[flo
 
 
 def pages_from_pdf(body: bytes) -> list[GuidePage]:
-    """PDF text per page, and the HUDOC link annotations with the text lying under each link."""
+    """PDF text per page, and the HUDOC link annotations with the text lying under each link.
+
+    Whatever pypdf raises on a damaged file (it raises many kinds) is a GuideSourceError naming the page."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(body))
-    except (PdfReadError, ValueError, OSError) as exc:
-        raise GuideSourceError(f"not a readable PDF: {exc}") from exc
+        count = len(reader.pages)
+    except Exception as exc:  # noqa: BLE001 - PdfReadError, ValueError, KeyError, RecursionError...
+        raise GuideSourceError(f"not a readable PDF: {type(exc).__name__}: {exc}") from None
     pages = []
-    for number, page in enumerate(reader.pages):
-        fragments: list[tuple[float, float, float, str]] = []
-
-        def visit(text, cm, tm, font, size, _fragments=fragments):
-            if text and text.strip():
-                x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
-                y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
-                _fragments.append((x, y, float(size or 10) * abs(tm[0] or 1), text))
-
-        text = page.extract_text(visitor_text=visit) or ""
-        links: dict[str, str | None] = {}
-        for itemid, rect in _link_targets(page):
-            under = _text_under(fragments, rect)
-            previous = links.get(itemid)
-            links[itemid] = (f"{previous} {under}".strip() if previous else under.strip()) or None
-        pages.append(GuidePage(number, text, links))
+    for number in range(count):
+        try:
+            pages.append(_pdf_page(reader, number))
+        except Exception as exc:  # noqa: BLE001 - a damaged page: the guide cannot be read whole
+            raise GuideSourceError(f"PDF page {number + 1} unreadable: {type(exc).__name__}: {exc}") from None
     return pages
+
+
+def _pdf_page(reader, number: int) -> GuidePage:
+    page = reader.pages[number]
+    fragments: list[tuple[float, float, float, str]] = []
+
+    def visit(text, cm, tm, font, size):
+        if text and text.strip():
+            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
+            fragments.append((x, y, float(size or 10) * abs(tm[0] or 1), text))
+
+    text = page.extract_text(visitor_text=visit) or ""
+    links: dict[str, str | None] = {}
+    for itemid, rect in _link_targets(page):
+        under = _text_under(fragments, rect)
+        previous = links.get(itemid)
+        links[itemid] = (f"{previous} {under}".strip() if previous else under.strip()) or None
+    return GuidePage(number, text, links)
 
 
 def read_pages(body: bytes, name: str) -> list[GuidePage]:

@@ -24,6 +24,9 @@ DOT_LEADERS = re.compile(r"\.{5,}\s*\d+\s*$")
 END_MARKERS = re.compile(r"^\s*List of cited cases\s*$", re.I)
 MAX_NUMBER_JUMP = 3
 MAX_HEADING_CHARS = 160
+# More text lines outside numbered paragraphs than inside them: the parser lost the numbering (a guide given from
+# a later page, numbers the extraction broke) and what it kept is not the guide.
+MAX_LOST_LINE_SHARE = 0.5
 
 
 @dataclass
@@ -32,6 +35,7 @@ class GuideParse:
     version_date: date | None
     dropped_lines: int = 0
     problems: list[str] = field(default_factory=list)
+    paragraph_lines: int = 0          # text lines that went into numbered paragraphs
 
 
 def strip_header(text: str) -> tuple[str, date | None]:
@@ -89,6 +93,8 @@ def parse_guide(guide_id: str, pages: list[GuidePage], raw_sha256: str) -> Guide
     current: dict | None = None
     last = 0
     dropped = 0
+    contents = 0          # table-of-contents lines (dot leaders): dropped, but not text the parse lost
+    kept = 0
     version: date | None = None
     ended = False
 
@@ -113,6 +119,7 @@ def parse_guide(guide_id: str, pages: list[GuidePage], raw_sha256: str) -> Guide
                 continue
             if DOT_LEADERS.search(line):
                 dropped += 1
+                contents += 1
                 continue
             para = PARA_RE.match(line)
             if para and not starts_with_quote(para[2]) and continues(last, int(para[1])):
@@ -121,6 +128,7 @@ def parse_guide(guide_id: str, pages: list[GuidePage], raw_sha256: str) -> Guide
                 current = {"guide_id": guide_id, "para_no": str(last),
                            "heading_path": " > ".join(headings[k] for k in sorted(headings)) or None,
                            "lines": [para[2]], "pages": [page.number]}
+                kept += 1
                 continue
             heading = is_heading(line)
             if heading:
@@ -132,6 +140,7 @@ def parse_guide(guide_id: str, pages: list[GuidePage], raw_sha256: str) -> Guide
                 continue
             if current is not None:
                 current["lines"].append(line)
+                kept += 1
                 if page.number not in current["pages"]:
                     current["pages"].append(page.number)
             else:
@@ -141,4 +150,9 @@ def parse_guide(guide_id: str, pages: list[GuidePage], raw_sha256: str) -> Guide
         row["guide_version_date"] = version
         row["raw_sha256"] = raw_sha256
     problems = [] if rows else ["no numbered paragraph found"]
-    return GuideParse(rows, version, dropped, problems)
+    lost = dropped - contents
+    if rows and lost > MAX_LOST_LINE_SHARE * (lost + kept):
+        problems.append(f"lost most of the guide: {lost} of {lost + kept} text lines fall outside numbered paragraphs "
+                        f"(only {len(rows)} paragraph(s), numbered {rows[0]['para_no']} to {rows[-1]['para_no']}): "
+                        "its paragraph numbering was lost (given from a later page, or numbers the extraction broke)")
+    return GuideParse(rows, version, dropped, problems, kept)

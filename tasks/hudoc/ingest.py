@@ -10,11 +10,11 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.archive import Payload, RawArchive
+from caseforge.archive import Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.gate import quarantine
+from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
@@ -22,7 +22,7 @@ from caseforge.session import RunSession, run_session
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, since_with_overlap, yearly_windows
-from caseforge.tasks.hudoc.readers import DocumentError, parse_document
+from caseforge.tasks.hudoc.readers import parse_document
 from caseforge.warehouse import run_sql
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,8 @@ OVERLAP_DAYS = 14
 HTML_URL = f"{API}/app/conversion/docx/html/body"
 DOCX_URL = f"{API}/app/conversion/docx/"
 ITEMID_IN_NAME = re.compile(r"^(\d{3}-\d+)")
+# doctypes whose body ends with an operative part ('FOR THESE REASONS, THE COURT ...'): judgments and decisions
+OPERATIVE_DOCTYPES = re.compile(r"^[A-Z]{2}(?:JUD|DEC)$")
 
 
 @dataclass
@@ -57,29 +59,48 @@ def replay_files(directory: Path) -> ReplayFiles:
     return ReplayFiles(metadata, documents)
 
 
-def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-                           record_filter: meta.RecordFilter, report: StageReport) -> list[dict]:
-    try:
-        _, records = meta.records_from_payload(payload.body)
-    except meta.TruncatedPage as exc:
-        report.add("metadata_quarantined")
-        report.fail(f"hudoc {payload.key}: {exc}")
-        quarantine(con, run_id, "echr_judgments", "parse", str(exc), source_key=payload.key, raw_sha256=payload.sha256)
-        return []
-    if not records:
-        report.add("metadata_files_without_records")
-    rows = []
-    for record in records:
+def read_metadata(body: bytes, record_filter: meta.RecordFilter,
+                  raw_sha256: str = "") -> tuple[list[dict], list[ParseProblem], int]:
+    """(judgment rows, one problem per record that cannot be one, records left out by the filter) of one
+    metadata payload. Pure. A payload that is not JSON raises meta.TruncatedPage: no record in it can be
+    trusted; a malformed record (an impossible date, an object for a text) loses only itself."""
+    _, records = meta.records_from_payload(body)
+    rows, problems, filtered = [], [], 0
+    for index, record in enumerate(records):
         if not record_filter.keeps(record):
-            report.add("filtered_out")
+            filtered += 1
             continue
         try:
-            rows.append(meta.parse_record(record, payload.sha256))
-        except meta.MetadataError as exc:
-            report.add("metadata_quarantined")
-            report.fail(f"hudoc {payload.key}: {exc}")
-            quarantine(con, run_id, "echr_judgments", "parse", str(exc), source_key=payload.key,
-                       raw_sha256=payload.sha256, row_data=record)
+            rows.append(meta.parse_record(record, raw_sha256))
+        except Exception as exc:  # noqa: BLE001 - whatever a record does wrong, the others load
+            itemid = record.get("itemid") if isinstance(record, dict) else None
+            label = f"record {index}" + (f" ({itemid})" if isinstance(itemid, str) and itemid else "")
+            problems.append(ParseProblem(label, failure_reason(exc), raw_sha256,
+                                         row_data=record if isinstance(record, dict) else {"record": record}))
+    return rows, problems, filtered
+
+
+def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
+                           record_filter: meta.RecordFilter, report: StageReport) -> list[dict]:
+    reason = size_problem(SOURCE, "metadata", len(payload.body))
+    if reason is None:
+        try:
+            rows, problems, filtered = read_metadata(payload.body, record_filter, payload.sha256)
+        except Exception as exc:  # noqa: BLE001 - TruncatedPage, or a parser bug on this payload
+            reason = failure_reason(exc)
+    if reason is not None:
+        quarantine_problem(con, run_id, "echr_judgments", ParseProblem(payload.key, reason, payload.sha256), report,
+                           "hudoc", counter="metadata_quarantined")
+        return []
+    if not rows and not problems and not filtered:
+        report.add("metadata_files_without_records")
+    if filtered:
+        report.add("filtered_out", filtered)
+    for problem in problems:
+        quarantine_problem(con, run_id, "echr_judgments",
+                           ParseProblem(f"{payload.key} {problem.where}", problem.reason, payload.sha256,
+                                        problem.row_data, key=payload.key),
+                           report, "hudoc", counter="metadata_quarantined")
     return rows
 
 
@@ -96,6 +117,11 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
                     report: StageReport) -> None:
     rows = []
     for path in paths:
+        too_big = size_problem(SOURCE, "metadata", path.stat().st_size)
+        if too_big:
+            quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
+                               report, "hudoc", counter="metadata_quarantined")
+            continue
         payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
         report.add("metadata_files")
         rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
@@ -128,20 +154,37 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
 
 # ---- documents -------------------------------------------------------------------------------
 
+def body_problems(con, itemid: str, parsed, numbering_ok: bool = True) -> list[str]:
+    """Why a parsed body must not land although it parsed: no metadata row to belong to, or a judgment or
+    decision without its operative part (a body cut short; not asked when its numbering already failed)."""
+    known = run_sql(con, "hudoc/judgment_of_body.sql", [itemid]).fetchone()
+    if known is None:
+        return ["no metadata row in curated.echr_judgments for this itemid: a body is loaded only for a known "
+                "judgment (replay its metadata record too)"]
+    doctype = (known[1] or "").upper()
+    if numbering_ok and (not doctype or OPERATIVE_DOCTYPES.match(doctype)) and not parsed.has_operative_part:
+        return [f"no operative part ('FOR THESE REASONS'): the {doctype or 'judgment'} body looks truncated"]
+    return []
+
+
 def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport) -> list[dict] | None:
-    """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted."""
-    try:
-        parsed = parse_document(itemid, payload.body, payload.sha256)
-    except DocumentError as exc:
-        report.add("documents_quarantined")
-        report.fail(f"hudoc {itemid}: {exc}")
-        quarantine(con, run_id, "echr_paragraphs", "parse", str(exc), source_key=itemid, raw_sha256=payload.sha256)
-        return None
-    if parsed.problems:
-        reason = "paragraph numbering: " + "; ".join(parsed.problems[:5])
-        report.add("documents_quarantined")
-        report.fail(f"hudoc {itemid}: {reason}")
-        quarantine(con, run_id, "echr_paragraphs", "parse", reason, source_key=itemid, raw_sha256=payload.sha256)
+    """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
+    limit, unreadable, badly numbered, garbled, cut short, or without a metadata row."""
+    reason = size_problem(SOURCE, "body", len(payload.body))
+    if reason is None:
+        try:
+            parsed = parse_document(itemid, payload.body, payload.sha256)
+        except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
+            reason = failure_reason(exc)
+        else:
+            numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
+            problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
+                [p for p in parsed.problems if p.startswith("garbled text")] + \
+                body_problems(con, itemid, parsed, numbering_ok=not numbering)
+            reason = "; ".join(problems) or None
+    if reason is not None:
+        quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,
+                           "hudoc", counter="documents_quarantined")
         return None
     report.add("documents_parsed")
     report.add("paragraphs_parsed", len(parsed.rows))
@@ -165,6 +208,11 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
             report.add("extra_bodies_ignored", len(paths) - 1)
         path = paths[0]
         kind = "docx" if path.suffix.lower() == ".docx" else "html"
+        too_big = size_problem(SOURCE, "body", path.stat().st_size)
+        if too_big:
+            quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, f"{path.name}: {too_big}"),
+                               report, "hudoc", counter="documents_quarantined")
+            continue
         payload, _ = archive.store_file(SOURCE, f"{kind}/{itemid}", path)
         parsed = parse_body(con, run_id, itemid, payload, report)
         rows += parsed or []
@@ -189,10 +237,14 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             reasons.append(f"{kind}: {exc.reason}")
             continue
         report.add(f"{kind}_fetched")
+        too_big = size_problem(SOURCE, "body", len(result.payload.body))
+        if too_big:
+            reasons.append(f"{kind}: {too_big}")
+            continue
         try:
             parsed = parse_document(itemid, result.payload.body, result.payload.sha256, source_format=kind)
-        except DocumentError as exc:
-            reasons.append(f"{kind}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - DocumentError or a reader bug: try the other route
+            reasons.append(f"{kind}: {failure_reason(exc)}")
             continue
         if not parsed.rows:
             reasons.append(f"{kind}: no paragraphs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from caseforge.text import text_damage
 from caseforge.tasks.hudoc.labels import label_level, paragraph_number, split_label, starts_with_quote
 
 COLUMNS = ["itemid", "para_no", "part", "section", "heading_path", "text", "ordinal", "footnotes",
@@ -33,6 +34,7 @@ OPERATIVE = "OPERATIVE"
 MAX_NUMBER_JUMP = 3          # a printed number may skip a little (a missing paragraph), never go back
 MAX_HEADING_CHARS = 250
 UNSTYLED_HEADING_CHARS = 150   # a numbered line without heading style is a heading only when short and unpunctuated
+LIST_ITEM_LABEL = re.compile(r"^[a-z\d]{1,3}\)$")   # 'b)', 'ii)', '2)' (no opening bracket): a list item's label
 
 
 @dataclass
@@ -41,6 +43,7 @@ class Block:
     heading_style: bool = False      # keep-with-next / a Word heading style
     quote_style: bool = False        # smaller type / a Word quote style
     footnote_refs: list[str] = field(default_factory=list)
+    emphasis: bool = False           # every character bold (HTML): how unstyled headings still stand out
 
 
 @dataclass
@@ -48,6 +51,11 @@ class ParsedJudgment:
     rows: list[dict]
     problems: list[str]
     skipped_blocks: int = 0
+
+    @property
+    def has_operative_part(self) -> bool:
+        """Whether the body reached 'FOR THESE REASONS': a judgment or decision without it is cut short."""
+        return any(row.get("section") == OPERATIVE for row in self.rows)
 
 
 def clean(text: str) -> str:
@@ -131,16 +139,26 @@ class _Builder:
             return False
         return True
 
+    def inside_quotation(self) -> bool:
+        """The open paragraph quotes something whose closing mark has not come yet (a statute's list items)."""
+        if self.current is None:
+            return False
+        text = self.current["text"]
+        return text.count("“") + text.count("«") > text.count("”") + text.count("»")
+
     def is_heading(self, block: Block, label: str | None, rest: str) -> bool:
         if self.section == OPERATIVE or starts_with_quote(block.text):
             return False
         flat = block.text.replace("\n", " ")
-        if label is not None and block.heading_style and len(flat) < MAX_HEADING_CHARS:
-            return True      # a small-type heading such as '(a) The parties' submissions'
+        styled = block.heading_style or (block.emphasis and not self.inside_quotation())
+        if label is not None and styled and len(flat) < MAX_HEADING_CHARS and "\n" not in block.text.strip():
+            return True      # a small-type or bold heading such as '(a) The parties' submissions', 'A. ... Ms S.'
         if block.quote_style:
             return False
         if label is None:
             return block.heading_style and flat.upper() == flat and len(flat) < MAX_HEADING_CHARS
+        if LIST_ITEM_LABEL.match(label) or (label_level(label, rest) >= 4 and self.inside_quotation()):
+            return False     # 'b) to have a defence counsel', '(c) ...' inside a quote: a quoted list's item
         if len(flat) >= MAX_HEADING_CHARS or "\n" in block.text.strip():
             return False
         return block.heading_style or (len(flat) < UNSTYLED_HEADING_CHARS
@@ -215,4 +233,11 @@ def build_rows(itemid: str, blocks: list[Block], footnotes: dict[str, str], sour
     problems = order_problems(rows)
     if not any(r["para_no"] for r in rows):
         problems.append("no numbered paragraph found")
+    for row in rows:
+        damage = text_damage(row["text"])
+        if damage:
+            where = f"paragraph {row['para_no']}" if row["para_no"] else f"unnumbered text {row['ordinal']}"
+            problems.append(f"garbled text in {where}{'' if row['part'] == 'judgment' else ' of ' + row['part']}: "
+                            f"{damage}")
+            break
     return ParsedJudgment(rows, problems, builder.skipped)

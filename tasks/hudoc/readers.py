@@ -47,8 +47,13 @@ def _props(tag: Tag, rules: dict) -> dict[str, str]:
 
 
 def _font_size(props: dict) -> float | None:
-    match = re.match(r"([\d.]+)pt", props.get("font-size", ""))
+    match = re.match(r"(\d{1,4}(?:\.\d+)?)pt", props.get("font-size", ""))
     return float(match[1]) if match else None
+
+
+def _bold(props: dict) -> bool:
+    weight = props.get("font-weight", "")
+    return weight == "bold" or weight == "bolder" or (weight.isdigit() and int(weight) >= 600)
 
 
 def _footnote_ref(anchor: Tag) -> str | None:
@@ -60,39 +65,57 @@ def _html_block(p: Tag, rules: dict) -> tuple[Block, float | None]:
     pieces: list[str] = []
     refs: list[str] = []
     sizes: Counter = Counter()
-
-    def walk(node) -> None:
-        for child in node.children:
-            if isinstance(child, NavigableString):
-                pieces.append(str(child))
-                size = _font_size(_props(node, rules)) if isinstance(node, Tag) else None
-                if size and str(child).strip():
-                    sizes[size] += len(str(child).strip())
-            elif isinstance(child, Tag):
-                if child.name == "br":
-                    pieces.append("\n")
-                elif child.name == "a" and _footnote_ref(child):
-                    refs.append(_footnote_ref(child))
-                else:
-                    walk(child)
-
-    walk(p)
+    bold_chars = plain_chars = 0
+    # depth-first over the block's nodes without recursion (a deeply nested body must not overflow the stack);
+    # each entry: a node and whether an element above it is bold
+    stack: list[tuple[object, bool]] = [(child, _bold(_props(p, rules))) for child in reversed(list(p.children))]
+    while stack:
+        child, bold_above = stack.pop()
+        if isinstance(child, NavigableString):
+            if type(child) is not NavigableString:       # comments, CDATA, doctype: not text
+                continue
+            text = str(child)
+            pieces.append(text)
+            parent = child.parent
+            props = _props(parent, rules) if isinstance(parent, Tag) else {}
+            size = _font_size(props)
+            visible = len(text.strip())
+            if size and visible:
+                sizes[size] += visible
+            if bold_above or _bold(props):
+                bold_chars += visible
+            else:
+                plain_chars += visible
+        elif isinstance(child, Tag):
+            if child.name == "br":
+                pieces.append("\n")
+            elif child.name == "a" and _footnote_ref(child):
+                refs.append(_footnote_ref(child))
+            else:
+                bold = bold_above or _bold(_props(child, rules))
+                stack.extend((grandchild, bold) for grandchild in reversed(list(child.children)))
     props = _props(p, rules)
     size = sizes.most_common(1)[0][0] if sizes else None
-    block = Block("".join(pieces), heading_style="avoid" in props.get("page-break-after", ""), footnote_refs=refs)
+    block = Block("".join(pieces), heading_style="avoid" in props.get("page-break-after", ""), footnote_refs=refs,
+                  emphasis=bold_chars > 0 and plain_chars == 0)
     return block, size
 
 
 def html_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
-    """The judgment's <p> blocks in order, and the footnotes (number → text) kept at the end."""
+    """The judgment's <p> blocks in order, and the footnotes (number → text) kept at the end.
+
+    Bytes that are not UTF-8 become U+FFFD, which build_rows reports as garbled text."""
     text = body.decode("utf-8-sig", errors="replace")
     if not text.strip():
         raise DocumentError("empty HTML body")
-    soup = BeautifulSoup(text, "lxml")
+    try:
+        soup = BeautifulSoup(text, "lxml")
+    except Exception as exc:  # noqa: BLE001 - the tree builder on bytes that are not HTML at all
+        raise DocumentError(f"not readable HTML: {type(exc).__name__}: {exc}") from exc
     rules = _css_rules(soup)
     footnotes: dict[str, str] = {}
     for div in soup.find_all("div", id=re.compile(r"^_ftn\d+$")):
-        number = div["id"][4:]
+        number = str(div["id"])[4:]
         for anchor in div.find_all("a"):
             anchor.decompose()
         footnotes[number] = re.sub(r"\s+", " ", div.get_text("")).replace("\u00a0", " ").strip()
@@ -120,9 +143,21 @@ def _docx_text(paragraph) -> tuple[str, list[str]]:
             pieces.append("\t")
         elif tag in (W + "br", W + "cr"):
             pieces.append("\n")
+        elif tag == W + "noBreakHyphen":
+            pieces.append("\u2011")             # Word's non-breaking hyphen: 'ECHR 2001-VII', 'whistle-blowers'
+
         elif tag == W + "footnoteReference":
             refs.append(node.get(W + "id"))
     return "".join(pieces), refs
+
+
+def _xml(data: bytes):
+    """A part of the DOCX as an element tree: no entity expansion, no network, no huge trees."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
+    root = etree.fromstring(data, parser)
+    if root is None:
+        raise DocumentError("an empty XML part")
+    return root
 
 
 def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
@@ -131,7 +166,7 @@ def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
     except KeyError:
         return {}
     notes = {}
-    for note in etree.fromstring(xml).iter(W + "footnote"):
+    for note in _xml(xml).iter(W + "footnote"):
         if note.get(W + "type") in ("separator", "continuationSeparator"):
             continue
         text = "".join(t.text or "" for t in note.iter(W + "t")).strip()
@@ -143,29 +178,44 @@ def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
 
 def _docx_styles(archive: zipfile.ZipFile) -> dict[str, str]:
     try:
-        root = etree.fromstring(archive.read("word/styles.xml"))
+        root = _xml(archive.read("word/styles.xml"))
     except KeyError:
         return {}
     names = {}
     for style in root.iter(W + "style"):
         name = style.find(W + "name")
-        names[style.get(W + "styleId")] = name.get(W + "val") if name is not None else style.get(W + "styleId")
+        names[style.get(W + "styleId")] = (name.get(W + "val") if name is not None else None) or style.get(W + "styleId") or ""
     return names
 
 
 def docx_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
-    """Word paragraphs in body order (with or without smart tags), Word footnotes by id."""
+    """Word paragraphs in body order (with or without smart tags), Word footnotes by id.
+
+    Whatever is wrong with the package (not a zip, a corrupt or encrypted member, XML that does not parse,
+    no <w:body>) is a DocumentError saying so: the stage quarantines this body and goes on."""
     try:
-        archive = zipfile.ZipFile(io.BytesIO(body))
-        document = etree.fromstring(archive.read("word/document.xml"))
-    except (zipfile.BadZipFile, KeyError, etree.XMLSyntaxError) as exc:
-        raise DocumentError(f"not a readable DOCX: {exc}") from exc
+        return _docx_blocks(body)
+    except DocumentError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zipfile, zlib and lxml raise many kinds on a corrupt package
+        raise DocumentError(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
+
+
+def _docx_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    try:
+        document = _xml(archive.read("word/document.xml"))
+    except KeyError as exc:
+        raise DocumentError("not a readable DOCX: no word/document.xml") from exc
+    body_el = document.find(W + "body")
+    if body_el is None:
+        raise DocumentError("DOCX has no <w:body>: no text to read")
     styles = _docx_styles(archive)
     blocks = []
-    body_el = document.find(W + "body")
     for paragraph in body_el.iter(W + "p"):
         style_el = paragraph.find(f"{W}pPr/{W}pStyle")
-        style = styles.get(style_el.get(W + "val"), style_el.get(W + "val")) if style_el is not None else "Normal"
+        style_id = style_el.get(W + "val") if style_el is not None else None
+        style = (styles.get(style_id, style_id) or "Normal") if style_id else "Normal"
         text, refs = _docx_text(paragraph)
         lowered = style.lower()
         heading = bool(re.search(r"head|_h_", lowered))

@@ -14,17 +14,17 @@ import duckdb
 import httpx
 import pandas as pd
 
-from caseforge.archive import Payload, RawArchive
+from caseforge.archive import Payload, RawArchive, payload_origin, size_problem
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.gate import quarantine
+from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load
 from caseforge.session import RunSession, run_session
 from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
-    COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, parse_case_list,
+    COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,
 )
 from caseforge.warehouse import run_sql, sql_text
 
@@ -67,7 +67,26 @@ def plan_from_list(con: duckdb.DuckDBPyConnection, summaries: list[dict], full: 
     return planned, unchanged
 
 
-def fetch_list(fetcher: Fetcher, term: str | None, report: StageReport) -> list[dict] | None:
+def list_summaries(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload, report: StageReport) -> list[dict]:
+    """The usable summaries of an archived case list; each entry that is not one is quarantined with its index.
+    A list over the size limit or not a JSON array is quarantined whole: nothing is planned from it."""
+    reason = size_problem(SOURCE, "list", len(payload.body))
+    if reason is None:
+        try:
+            items, problems = read_case_list(payload.body)
+        except Exception as exc:  # noqa: BLE001 - OyezParseError, or a parser bug on this list
+            reason = failure_reason(exc)
+    if reason is not None:
+        quarantine_problem(con, run_id, "scotus_cases", ParseProblem(payload.key, reason, payload.sha256), report, "oyez")
+        return []
+    for problem in problems:
+        quarantine_problem(con, run_id, "scotus_cases", ParseProblem(f"{payload.key} {problem.split(':', 1)[0]}",
+                           problem.split(": ", 1)[-1], payload.sha256, key=payload.key), report, "oyez")
+    return items
+
+
+def fetch_list(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, term: str | None,
+               report: StageReport) -> list[dict] | None:
     """The case list, or None when the server says it has not changed since the last run."""
     key, url, params = list_request(term)
     result = fetcher.get(SOURCE, key, url, params=params)
@@ -75,7 +94,7 @@ def fetch_list(fetcher: Fetcher, term: str | None, report: StageReport) -> list[
     if result.not_modified:
         report.add("list_not_modified")
         return None
-    return parse_case_list(result.payload.body)
+    return list_summaries(con, run_id, result.payload, report)
 
 
 def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, planned: list[PlannedCase],
@@ -94,17 +113,27 @@ def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
     return fetched
 
 
+def parse_batch(payloads: list[Payload]) -> tuple[list[dict], list[ParseProblem]]:
+    """Rows of the payloads that parse, and one problem (naming the key and file) for each that does not,
+    whatever the failure: one bad case never loses the others. Pure."""
+    rows, problems = [], []
+    for payload in payloads:
+        reason = size_problem(SOURCE, "case", len(payload.body))
+        if reason is None:
+            try:
+                rows.append(parse_case(payload.body, raw_sha256=payload.sha256))
+                continue
+            except Exception as exc:  # noqa: BLE001 - any parser failure quarantines this case only
+                reason = failure_reason(exc)
+        problems.append(ParseProblem(payload_origin(payload), reason, payload.sha256, key=payload.key))
+    return rows, problems
+
+
 def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
                    report: StageReport) -> pd.DataFrame:
-    rows = []
-    for payload in payloads:
-        try:
-            rows.append(parse_case(payload.body, raw_sha256=payload.sha256))
-        except OyezParseError as exc:
-            report.add("quarantined")
-            report.fail(f"oyez {payload.key}: {exc}")
-            quarantine(con, run_id, "scotus_cases", "parse", str(exc), source_key=payload.key,
-                       raw_sha256=payload.sha256)
+    rows, problems = parse_batch(payloads)
+    for problem in problems:
+        quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
     report.add("parsed", len(rows))
     return batch_frame(rows, COLUMNS, "case_id", report)
 
@@ -146,16 +175,34 @@ def replay_files(directory: Path) -> tuple[list[Path], list[Path]]:
     return details, lists
 
 
-def archive_replay_batch(archive: RawArchive, paths: list[Path]) -> list[Payload]:
-    """Archive recorded detail files under the key a live fetch would use."""
+def replay_key(body: bytes, path: Path) -> str:
+    """The key a live fetch would archive a recorded detail file under; file/<name> when the file does not say."""
+    try:
+        data = load_case_json(body)
+        if isinstance(data.get("href"), str) and data["href"].count("/") >= 2:
+            return key_from_href(data["href"])
+        docket = data.get("docket_number")
+        if data.get("term") is not None and (docket is None or isinstance(docket, str)):
+            return detail_key(str(data.get("term")), docket)
+    except OyezParseError:
+        pass
+    return f"file/{path.name}"
+
+
+def archive_replay_batch(archive: RawArchive, paths: list[Path],
+                         too_big: list[ParseProblem] | None = None) -> list[Payload]:
+    """Archive recorded detail files under the key a live fetch would use. A file over the size limit is left
+    unread (neither archived nor parsed) and its problem appended to `too_big` (OyezParseError without it)."""
     payloads = []
     for path in paths:
+        over = size_problem(SOURCE, "case", path.stat().st_size)
+        if over:
+            if too_big is None:
+                raise OyezParseError(f"file/{path.name}: {over}")
+            too_big.append(ParseProblem(f"file/{path.name}", over))
+            continue
         body = path.read_bytes()
-        try:
-            data = load_case_json(body)
-            key = key_from_href(data["href"]) if data.get("href") else detail_key(str(data.get("term")), data.get("docket_number"))
-        except (OyezParseError, KeyError, IndexError):
-            key = f"file/{path.name}"
+        key = replay_key(body, path)
         payload, _ = archive.store(SOURCE, key, body, url=path.resolve().as_uri(), content_type="application/json")
         payloads.append(payload)
     return payloads
@@ -164,12 +211,21 @@ def archive_replay_batch(archive: RawArchive, paths: list[Path]) -> list[Payload
 def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, path: Path,
                   report: StageReport) -> None:
     """Bulk import of the Oyez-derived legacy table (it carries `disposition`)."""
+    too_big = size_problem(SOURCE, "legacy", path.stat().st_size)
+    if too_big:
+        quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(path.name, too_big), report, "oyez legacy table")
+        return
     payload, _ = archive.store_file(SOURCE, f"legacy/{path.name}", path, content_type="text/csv")
-    frame, problems = parse_legacy_table(payload.body, payload.sha256)
+    try:
+        frame, problems = parse_legacy_table(payload.body, payload.sha256)
+    except Exception as exc:  # noqa: BLE001 - a table without its header or columns: the file is quarantined
+        quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(path.name, failure_reason(exc), payload.sha256),
+                           report, "oyez legacy table")
+        return
     for problem in problems:
-        report.add("quarantined")
-        report.fail(f"legacy table: {problem}")
-        quarantine(con, run_id, "scotus_legacy", "parse", problem, source_key=path.name, raw_sha256=payload.sha256)
+        where, _, reason = problem.partition(": ")
+        quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(f"{path.name} {where}", reason, payload.sha256,
+                                                                      key=path.name), report, "oyez legacy table")
     outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
     outcome.report_to(report, "legacy_loaded")
 
@@ -181,12 +237,12 @@ def legacy_step(session: RunSession, path: str) -> None:
 
 
 def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: bool) -> list[PlannedCase]:
-    summaries = fetch_list(fetcher, term, session.report)
+    summaries = fetch_list(fetcher, session.con, session.run_id, term, session.report)
     if summaries is None:
         # Unchanged upstream list: plan from the archived copy, which still finds the cases an
         # interrupted run fetched the list for but never settled.
         key, _, _ = list_request(term)
-        summaries = parse_case_list(session.archive.latest(SOURCE, key).body)
+        summaries = list_summaries(session.con, session.run_id, session.archive.latest(SOURCE, key), session.report)
     session.report.add("listed", len(summaries))
     planned, unchanged = plan_from_list(session.con, summaries, full)
     session.report.add("unchanged_in_list", unchanged)
@@ -198,7 +254,10 @@ def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCa
 
 
 def replay_batch_step(session: RunSession, paths: list[Path]) -> None:
-    payloads = archive_replay_batch(session.archive, paths)
+    too_big: list[ParseProblem] = []
+    payloads = archive_replay_batch(session.archive, paths, too_big)
+    for problem in too_big:
+        quarantine_problem(session.con, session.run_id, "scotus_cases", problem, session.report, "oyez")
     frame = parse_payloads(session.con, session.run_id, payloads, session.report)
     load_cases(session.con, session.run_id, frame, session.report)
 

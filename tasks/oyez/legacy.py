@@ -25,14 +25,15 @@ def _bool(value) -> bool | None:
 def _int(value) -> int | None:
     try:
         return None if value is None or pd.isna(value) else int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):          # 'x', '1e400', 'nan'
         return None
 
 
 def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str]]:
     """Rows for staging.scotus_legacy and one message per row that could not be read."""
-    rows, problems = [], []
-    for number, record in csv_records(body, REQUIRED, "legacy table"):
+    rows = []
+    records, problems = csv_records(body, REQUIRED, "legacy table")
+    for number, record in records:
         case_id = _int(record.get("ID"))
         if case_id is None:
             problems.append(f"line {number}: no numeric ID")

@@ -50,3 +50,20 @@ def test_quarantine_gives_nonzero_exit_with_one_line_reasons(tmp_path):
     assert len(reasons) == 1, done.stderr[-3000:]
     assert reasons[0].startswith("caseforge: oyez file/bad.json: invalid or truncated JSON")
     assert "new=1" in done.stdout
+
+
+def test_a_wrongly_typed_case_among_good_ones_lands_the_others_and_exits_non_zero_naming_the_file(samples_dir, tmp_path):
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    files = sorted((samples_dir / "oyez" / "cases").glob("*.json"))
+    for path in files[:10]:
+        (folder / path.name).symlink_to(path)
+    bad = json.loads(files[10].read_text())
+    bad["citation"] = 5
+    (folder / "bad_citation.json").write_text(json.dumps(bad))
+    done = caseforge("ingest", "oyez", "--from-dir", str(folder), "--db", str(tmp_path / "cf.duckdb"))
+    assert done.returncode == 1
+    assert "new=10" in done.stdout and "quarantined=1" in done.stdout
+    reasons = [line for line in done.stderr.splitlines() if line.startswith("caseforge: ")]
+    assert reasons == [f"caseforge: oyez {bad['href'].split('/cases/')[1]} (file bad_citation.json): citation: expected "
+                       "an object {volume, page, year}, got a number 5"], done.stderr[-3000:]

@@ -41,8 +41,8 @@ PICKS = {
         "'涉嫌犯贩卖毒品罪' and the judgment '犯贩卖毒品罪' (only the procedure record, '贩卖毒品一案', is searched). "
         "The original judgment and both sides' retrial positions all fall in claims.",
     ("caseformer_criminal.jsonl", 13):
-        "CaseFormer's glued text, ten defendants, long findings and evidence. DEFECT judgment_date None: the "
-        "signing date '二0一八年十二月十六日' has an ASCII 0 among the Chinese numerals (should be 2018-12-16).",
+        "CaseFormer's glued text, ten defendants, long findings and evidence. The signing date "
+        "'二0一八年十二月十六日' has an ASCII 0 among the Chinese numerals: read as 2018-12-16 (was None, fixed).",
     ("caseformer_criminal.jsonl", 17):
         "CaseFormer, fast-track drunk driving, shortest kind of judgment. DEFECT the defendant's admission "
         "'被告人刘继对上述事实、证据均无异议，并自愿认罪认罚' is labelled evidence (the document lists no evidence).",

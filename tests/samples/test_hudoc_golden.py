@@ -51,16 +51,16 @@ def parsed_metadata(samples_dir: Path, name: str) -> dict:
     return {"resultcount": count, "records": out}
 
 
-# Known defects baked into these compare files (found reviewing them against the documents; the parsers
-# are not fixed here, so a fix shows up as an expected diff):
-# - html.001-192223: the heading "A. Background events related to the murder of Mr and Ms S." (its <p>
-#   lacks page-break-after:avoid and ends with "S.") is glued onto paragraph 5's text, and paragraphs 6-7
-#   miss it in their heading_path ("THE FACTS > I. THE CIRCUMSTANCES OF THE CASE").
-# - docx.*: the DOCX reader drops Word's non-breaking hyphen (<w:noBreakHyphen/>, 23 in 001-175180, 1 in
-#   001-83979): "ECHR 2001VII" for "ECHR 2001-VII" (§ 49), "whistleblowers" (§§ 62, 65), "World Association
-#   of NonGovernmental Organisations" (heading of § 46); in 001-83979 § 30 "ECHR 2006... (extracts)".
-# - metadata.RECONSTRUCTED_* / echrod_raw_*: 001-202608's application is the string "NULL" (HUDOC's null
-#   marker, which split_list drops for the list fields). "Fith Section" is the code table's own spelling.
+# Defects found reviewing these compare files against the documents, fixed since (tests in
+# tests/samples/test_hudoc_bad_input.py; the regenerated files were reviewed again):
+# - html.001-192223: the heading "A. Background events related to the murder of Mr and Ms S." (no
+#   page-break-after:avoid, ends with "S.", but wholly bold) was glued onto paragraph 5's text and missing from
+#   the heading_path of paragraphs 6-7;
+# - docx.*: Word's non-breaking hyphen (<w:noBreakHyphen/>, 23 in 001-175180, 1 in 001-83979) was dropped:
+#   "ECHR 2001VII" for "ECHR 2001-VII" (§ 49), "whistleblowers" (§§ 62, 65), "NonGovernmental" (heading of § 46),
+#   "ECHR 2006..." in 001-83979 § 30;
+# - metadata.RECONSTRUCTED_* / echrod_raw_*: 001-202608's application was the string "NULL" (HUDOC's null marker).
+# Still as upstream: "Fith Section" is the code table's own spelling.
 EXAMPLES = {
     "html.001-192223": partial(parsed_body, relative="html/001-192223.html"),       # Malyy v. Ukraine (2019)
     "docx.001-175180": partial(parsed_body, relative="docx/001-175180.docx"),       # Medžlis Islamske Zajednice Brčko [GC] (2017), 3 opinions

@@ -47,7 +47,7 @@ def test_dumps_in_any_encoding_load_and_bad_rows_are_quarantined(db_path, dump_d
     assert [r[0] for r in rows] == ["b0", "b1", "g0", "g1", "g2"]
     assert rows[2][1:] == ("（2019）京0108民初100号", True, "简易程序")
     keys = sorted(r[0] for r in con.execute("SELECT source_key FROM ops.quarantine").fetchall())
-    assert keys == ["file/c_bad.jsonl#0", "file/c_bad.jsonl#1", "file/d_broken.json"]
+    assert keys == ["file/c_bad.jsonl line 1", "file/c_bad.jsonl line 2", "file/d_broken.json"]
     assert con.execute("SELECT count(*) FROM ops.raw_payloads WHERE source = 'cn'").fetchone()[0] == 4
     again = StageReport("t2")
     _ingest(con, dump_dir, again)

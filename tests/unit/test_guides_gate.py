@@ -37,3 +37,11 @@ def test_empty_paragraphs_are_quarantined():
             for i, text in enumerate(["A paragraph.", "   ", "Another."], start=1)]
     result = validate("echr_paragraphs", pd.DataFrame(rows, columns=PARAGRAPH_COLUMNS))
     assert sorted(result.failed_rows) == [1]
+
+
+def test_a_citation_year_outside_the_conventions_time_is_quarantined_by_the_gate():
+    frame = pd.DataFrame([_citation(), _citation(ordinal=2, year=201), _citation(ordinal=3, year=None),
+                          _citation(ordinal=4, year=2999)], columns=CITATION_COLUMNS)
+    result = validate("guide_citations", frame)
+    assert sorted(result.failed_rows) == [1, 3]
+    assert "expect_column_values_to_be_between on year" in result.failed_rows[1][0]

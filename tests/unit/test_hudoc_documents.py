@@ -25,11 +25,21 @@ HTML = ("<style>.b { font-size:12pt } .h { page-break-after:avoid }</style><div>
 def _docx() -> bytes:
     document = Document()
     for text in ["PROCEDURE", "1.\u00a0\u00a0Text of the first paragraph.", "THE LAW",
-                 "2.\u00a0\u00a0Text of the second paragraph.", "3.\u00a0\u00a0Text of the third paragraph."]:
+                 "2.\u00a0\u00a0Text of the second paragraph.", "3.\u00a0\u00a0Text of the third paragraph.",
+                 "FOR THESE REASONS, THE COURT, UNANIMOUSLY,", "1.\u00a0\u00a0Holds that there has been a violation."]:
         document.add_paragraph(text)
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def _connect(path, *itemids):
+    """The warehouse, knowing the judgments whose bodies are fetched (the live path fetches only those)."""
+    con = connect(path)
+    for itemid in itemids:
+        con.execute("INSERT INTO curated.echr_judgments (itemid, doctype, judgment_date, raw_sha256, updated_at) "
+                    "VALUES (?, 'HEJUD', DATE '2020-01-01', ?, now())", [itemid, "0" * 64])
+    return con
 
 
 def _fetcher(con, handler):
@@ -37,7 +47,7 @@ def _fetcher(con, handler):
 
 
 def test_html_body_becomes_paragraphs(tmp_path):
-    con = connect(tmp_path / "w.duckdb")
+    con = _connect(tmp_path / "w.duckdb", "001-1")
     with _fetcher(con, lambda request: httpx.Response(200, text=HTML)) as fetcher:
         rows = ingest.fetch_body(fetcher, con, 1, "001-1", StageReport("t"))
     assert [(r["para_no"], r["section"], r["text"]) for r in rows] == [
@@ -47,7 +57,7 @@ def test_html_body_becomes_paragraphs(tmp_path):
 
 
 def test_empty_html_falls_back_to_the_docx_route(tmp_path):
-    con = connect(tmp_path / "w.duckdb")
+    con = _connect(tmp_path / "w.duckdb", "001-2")
     seen = []
 
     def server(request: httpx.Request) -> httpx.Response:
@@ -61,11 +71,11 @@ def test_empty_html_falls_back_to_the_docx_route(tmp_path):
         ingest.live_documents_batch(fetcher, con, 1, ["001-2"], report)
     assert seen[-1] == "/app/conversion/docx/" and report.counts["docx_fetched"] == 1
     stored = con.execute("SELECT para_no, source_format FROM curated.echr_paragraphs ORDER BY ordinal").fetchall()
-    assert stored == [("1", "docx"), ("2", "docx"), ("3", "docx")]
+    assert stored == [("1", "docx"), ("2", "docx"), ("3", "docx"), ("1", "docx")]
 
 
 def test_no_usable_body_is_quarantined_and_the_batch_goes_on(tmp_path):
-    con = connect(tmp_path / "w.duckdb")
+    con = _connect(tmp_path / "w.duckdb", "001-3", "001-4")
 
     def server(request: httpx.Request) -> httpx.Response:
         if request.url.params["id"] == "001-3":
@@ -93,7 +103,7 @@ def test_order_check_finds_numbers_that_do_not_increase():
 def test_a_document_failing_the_order_check_is_quarantined_with_the_reason(tmp_path, monkeypatch):
     from caseforge.tasks.hudoc.paragraphs import ParsedJudgment
 
-    con = connect(tmp_path / "w.duckdb")
+    con = _connect(tmp_path / "w.duckdb", "001-5")
     monkeypatch.setattr(ingest, "parse_document", lambda itemid, body, sha, source_format=None: ParsedJudgment(
         [{"para_no": "1"}], ["judgment: paragraph 2 follows 2"]))
     report = StageReport("t")
@@ -106,7 +116,7 @@ def test_a_document_failing_the_order_check_is_quarantined_with_the_reason(tmp_p
 
 
 def test_a_printed_number_may_skip_a_missing_paragraph_but_never_go_back(tmp_path):
-    con = connect(tmp_path / "w.duckdb")
+    con = _connect(tmp_path / "w.duckdb", "001-6")
     skipped = HTML.replace("2.&#xa0;&#xa0;The Court finds a violation.",
                            "4.&#xa0;&#xa0;The Court finds a violation.</span></p><p><span class='b'>"
                            "3.&#xa0;&#xa0;Not a paragraph: the number goes back.")
