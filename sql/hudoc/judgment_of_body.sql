@@ -1,4 +1,4 @@
--- The metadata row a judgment body belongs to: a body is loaded only for an itemid the warehouse knows.
+-- The metadata row a judgment body belongs to (its doctype decides whether it must have an operative part).
 SELECT itemid, doctype
 FROM curated.echr_judgments
 WHERE itemid = ?;

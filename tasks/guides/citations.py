@@ -249,5 +249,5 @@ def citation_rows(guide_id: str, paragraphs: list[dict], previous_case: Citation
                 "raw_citation": citation.raw,
             })
             if citation.problem:
-                rows[-1]["problem"] = citation.problem      # the stage quarantines it (not a column)
+                rows[-1]["problem"] = citation.problem      # the stage counts and logs it (not a column)
     return rows

@@ -122,8 +122,7 @@ def parse_guide_source(source: GuideSource, resolver: Resolver) -> tuple[list[di
                                                                        dict]:
     """(paragraph rows, resolved citation rows, problems, counts) of one guide. Pure. A guide that cannot be read,
     whose size is over the limit, or whose parse lost most of the document gives no rows and one problem naming
-    the guide; a citation that cannot be trusted (a year the extraction cut) is a problem of its own, naming its
-    paragraph, and the other citations stay."""
+    the guide. A citation whose year the extraction cut lands with no year; `counts` says how many."""
     name = source.payload.key.split("/", 1)[-1]
     reason = size_problem(SOURCE, "guide", len(source.payload.body))
     parsed = None
@@ -141,13 +140,14 @@ def parse_guide_source(source: GuideSource, resolver: Resolver) -> tuple[list[di
             reason = failure_reason(exc)
     if reason is not None:
         return [], [], [ParseProblem(source.guide_id, reason, source.payload.sha256)], {}
-    problems = [ParseProblem(f"{source.guide_id} § {row['para_no']} citation {row['ordinal']}", row["problem"],
-                             source.payload.sha256, row_data=row, key=source.guide_id)
-                for row in rows if row.get("problem")]
-    kept = [row for row in rows if not row.get("problem")]
+    for row in rows:
+        if row.get("problem"):
+            log.warning("guide %s § %s citation %s (%s): %s; it lands without a year", source.guide_id,
+                        row["para_no"], row["ordinal"], row["raw_citation"], row["problem"])
     counts = {"guide_paragraphs_parsed": len(parsed.rows), "guide_lines_outside_paragraphs": parsed.dropped_lines,
-              "citations_parsed": len(rows), "citations_resolved": sum(1 for r in kept if r["itemid"])}
-    return parsed.rows, kept, problems, counts
+              "citations_parsed": len(rows), "citations_resolved": sum(1 for r in rows if r["itemid"]),
+              "citations_without_year": sum(1 for r in rows if r.get("problem"))}
+    return parsed.rows, rows, [], counts
 
 
 def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
@@ -161,8 +161,6 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
     report.add("guides_parsed")
     for name, value in counts.items():
         report.add(name, value)
-    for problem in problems:
-        quarantine_problem(con, run_id, "guide_citations", problem, report, "guide", counter="citations_quarantined")
     return paragraphs, citations
 
 

@@ -154,14 +154,17 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
 
 # ---- documents -------------------------------------------------------------------------------
 
-def body_problems(con, itemid: str, parsed, numbering_ok: bool = True) -> list[str]:
-    """Why a parsed body must not land although it parsed: no metadata row to belong to, or a judgment or
-    decision without its operative part (a body cut short; not asked when its numbering already failed)."""
+def metadata_doctype(con, itemid: str) -> str | None:
+    """The body's doctype from its metadata row; None when the warehouse has no row for it (a replayed folder
+    may hold bodies only)."""
     known = run_sql(con, "hudoc/judgment_of_body.sql", [itemid]).fetchone()
-    if known is None:
-        return ["no metadata row in curated.echr_judgments for this itemid: a body is loaded only for a known "
-                "judgment (replay its metadata record too)"]
-    doctype = (known[1] or "").upper()
+    return None if known is None else (known[1] or "").upper()
+
+
+def body_problems(doctype: str | None, parsed, numbering_ok: bool = True) -> list[str]:
+    """Why a parsed body must not land although it parsed: a judgment or decision without its operative part
+    (a body cut short; not asked when its numbering already failed). A body of unknown doctype is checked as
+    a judgment."""
     if numbering_ok and (not doctype or OPERATIVE_DOCTYPES.match(doctype)) and not parsed.has_operative_part:
         return [f"no operative part ('FOR THESE REASONS'): the {doctype or 'judgment'} body looks truncated"]
     return []
@@ -169,7 +172,7 @@ def body_problems(con, itemid: str, parsed, numbering_ok: bool = True) -> list[s
 
 def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport) -> list[dict] | None:
     """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
-    limit, unreadable, badly numbered, garbled, cut short, or without a metadata row."""
+    limit, unreadable, badly numbered, garbled or cut short."""
     reason = size_problem(SOURCE, "body", len(payload.body))
     if reason is None:
         try:
@@ -177,10 +180,13 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
+            doctype = metadata_doctype(con, itemid)
+            if doctype is None:
+                report.add("bodies_without_metadata")
             numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
             problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
                 [p for p in parsed.problems if p.startswith("garbled text")] + \
-                body_problems(con, itemid, parsed, numbering_ok=not numbering)
+                body_problems(doctype, parsed, numbering_ok=not numbering)
             reason = "; ".join(problems) or None
     if reason is not None:
         quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,

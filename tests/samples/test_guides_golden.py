@@ -56,7 +56,8 @@ def golden_citations(samples_dir: Path) -> list[dict]:
 # - a respondent split by the PDF extraction was not rejoined: § 12 "Dumpe v. L atvia" and § 37
 #   "S.F. v. Switzerl and" are now "Latvia" and "Switzerland" (a respondent whose letters spell a State);
 # - § 12 "Dumpe v. L atvia (dec.), 201 )": the extraction cut the year; year is now null and the row carries a
-#   "problem" (the ingest stage quarantines that citation and says so); raw_citation keeps the text as read.
+#   "problem" (the ingest stage lands that citation without a year, counts and logs it); raw_citation keeps the
+#   text as read.
 # Known defect still baked in: § 24 "Olewnik -Cieplińska and Olewnik v. Poland": the extraction's space before
 # the hyphen stays in case_name and applicant.
 # Paragraph texts keep the extraction's split words ("Cou rt", "The Court ’s") by design; pages are the
