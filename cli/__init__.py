@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for noisy in ("httpx", "httpcore", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
     if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
         os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
     try:
@@ -58,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(f"caseforge: {exc}", file=sys.stderr)
         return 2
+    finally:                                    # main() also runs in-process (tests, notebooks): leave no trace
+        if retry_before is None:
+            os.environ.pop("CASEFORGE_LLM_RETRY_FAILED", None)
+        else:
+            os.environ["CASEFORGE_LLM_RETRY_FAILED"] = retry_before
 
 
 if __name__ == "__main__":

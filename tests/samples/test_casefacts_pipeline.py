@@ -1,5 +1,6 @@
 """CaseFacts end to end on six real sample cases: the scripted double, the committed replay file, the CLI."""
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -183,6 +184,7 @@ def test_retry_failed_asks_cached_failures_again_only_when_told(db, tmp_path):
     assert factuality_calls() == failed
     assert build(REPLAY_FILE, "--retry-failed") == 0
     assert dict(factuality_calls()) == {"ok": dict(failed)["ok"] + 1}
+    assert "CASEFORGE_LLM_RETRY_FAILED" not in os.environ      # the flag lasts one command, not the process
 
 
 def test_cli_refuses_same_family_models(db, capsys):
