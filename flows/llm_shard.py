@@ -11,6 +11,8 @@ installs it.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from pathlib import Path
 from uuid import UUID
 
@@ -36,7 +38,9 @@ def answer_shard(step: str, request_file: str, backend: str | None, model: str |
     """The choice comes from the orchestrator (backend, model, options without paths and keys); paths and
     keys come from this machine's settings and environment."""
     choice = llm_choice(step=step, role=role, backend=backend, model=model, **options)
-    worker = {"flow_run_id": current_flow_run.id}
+    # a process worker hands its name to the flow runs it starts; other workers' runs name their host
+    worker = {"flow_run_id": current_flow_run.id,
+              "worker": os.environ.get("PREFECT__WORKER_NAME") or socket.gethostname()}
     parquet_path, result = run_shard(step, backend_for(choice), Path(request_file), max_attempts,
                                      heartbeat_s=heartbeat_s, worker=worker)
     return {"parquet": str(parquet_path), **result.counts()}
@@ -53,7 +57,7 @@ def llm_shard_flow(step: str, request_file: str, backend: str | None = None, mod
 
 
 _STATES = {
-    StateType.SCHEDULED: fanout.WAITING, StateType.PENDING: fanout.WAITING, StateType.PAUSED: fanout.WAITING,
+    StateType.SCHEDULED: fanout.WAITING, StateType.PAUSED: fanout.WAITING, StateType.PENDING: fanout.STARTING,
     StateType.RUNNING: fanout.RUNNING, StateType.CANCELLING: fanout.RUNNING,
     StateType.COMPLETED: fanout.COMPLETED,
     StateType.FAILED: fanout.FAILED, StateType.CRASHED: fanout.FAILED, StateType.CANCELLED: fanout.FAILED,

@@ -13,7 +13,8 @@ answer for to `answer_by_fanout`:
    shard, one transaction, one shard's rows in memory) and its files are removed; a shard whose flow run
    failed or crashed, whose heartbeat stopped changing for `stale_after_s` while it ran, or that ran past
    `shard_timeout_s`, is submitted again (the worker's work file lets the new run resume), at most
-   `max_submissions` times in all; shards still waiting after `no_worker_timeout_s` with no worker on
+   `max_submissions` times in all (so is one a worker took but did not start within `start_timeout_s`:
+   the worker died meanwhile, or its container cannot start); shards still waiting after `no_worker_timeout_s` with no worker on
    the pool are given up. A shard given up ends as recorded failures of its requests in the job result
    (not cached: the next run asks them again, resuming from the work file left in the shard folder);
 4. run_job then reads every answer back from the cache.
@@ -48,7 +49,9 @@ from caseforge.warehouse import sql_text
 
 log = logging.getLogger(__name__)
 
-WAITING, RUNNING, COMPLETED, FAILED = "waiting", "running", "completed", "failed"
+# what a shard run is doing: queued (no worker has it), starting (a worker took it and starts its process,
+# container or pod), running, or ended
+WAITING, STARTING, RUNNING, COMPLETED, FAILED = "waiting", "starting", "running", "completed", "failed"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class FanoutSettings:
     poll_s: float = 2.0
     heartbeat_s: float = 5.0
     stale_after_s: float = 120.0
+    start_timeout_s: float = 900.0
     no_worker_timeout_s: float = 600.0
     shard_timeout_s: float = 21600.0
     max_submissions: int = 3
@@ -93,7 +97,7 @@ class ShardRuns(Protocol):
         """Start one run of `deployment` (which must be on `pool`); returns its id."""
 
     def state(self, run_id: str) -> tuple[str, str]:
-        """(WAITING | RUNNING | COMPLETED | FAILED, a message)."""
+        """(WAITING | STARTING | RUNNING | COMPLETED | FAILED, a message)."""
 
     def pool_ready(self, pool: str) -> bool | None:
         """Whether a worker is polling the pool (None: cannot tell)."""
@@ -135,12 +139,15 @@ class ShardReport:
     worker: dict | None = None
     seconds: float = 0.0
 
-    def row(self) -> dict:
+    @property
+    def worker_name(self) -> str:
         worker = self.worker or {}
+        return str(worker.get("worker") or (f"{worker['host']}:{worker.get('pid')}" if "host" in worker else ""))
+
+    def row(self) -> dict:
         return {"shard": self.number, "requests": len(self.identities), "status": self.status,
-                "submissions": len(self.submissions), "rows": self.rows,
-                "worker": f"{worker.get('host', '?')}:{worker.get('ppid', '?')}" if worker else "",
-                "seconds": round(self.seconds, 1), "reason": self.reason or ""}
+                "submissions": len(self.submissions), "rows": self.rows, "worker": self.worker_name,
+                "seconds": round(self.seconds, 1), "runs": "; ".join(s.outcome for s in self.submissions)}
 
 
 @dataclass
@@ -220,7 +227,8 @@ class _Live:
     files: ShardFiles
     run_id: str = ""
     submitted_at: float = 0.0
-    alive_at: float | None = None        # last time the run was seen starting or its heartbeat changed
+    starting_at: float | None = None     # when a worker was first seen to have taken the run
+    alive_at: float | None = None        # last time the run was seen running or its heartbeat changed
     last_beat: int | None = None
     completed_at: float | None = None
     started: float = 0.0
@@ -295,7 +303,7 @@ class _FanOut:
         shard.run_id = self.runs.submit(self.settings.deployment, self.settings.pool, parameters, name)
         shard.report.submissions.append(Submission(shard.run_id))
         shard.submitted_at = time.monotonic()
-        shard.alive_at = shard.last_beat = shard.completed_at = None
+        shard.starting_at = shard.alive_at = shard.last_beat = shard.completed_at = None
         log.info("llm %s: shard %d (%d requests) submitted as run %s", self.step, shard.report.number,
                  len(shard.report.identities), shard.run_id)
 
@@ -314,6 +322,8 @@ class _FanOut:
                 shard.last_beat, shard.alive_at = beat, now
             if state == RUNNING and shard.alive_at is None:
                 shard.alive_at = now
+            if state == STARTING and shard.starting_at is None:
+                shard.starting_at = now
             if state == COMPLETED:
                 shard.completed_at = shard.completed_at or now
                 if now - shard.completed_at > max(10.0, 3 * self.settings.poll_s):    # a slow shared volume
@@ -327,7 +337,12 @@ class _FanOut:
                 why = f"no heartbeat for {now - shard.alive_at:.0f} s (worker gone?)"
                 self._quietly(self.runs.mark_crashed, shard.run_id, why)
                 self._again(live, shard, why)
-            elif shard.alive_at is None:
+            elif (shard.alive_at is None and shard.starting_at is not None
+                  and now - shard.starting_at > self.settings.start_timeout_s):
+                why = f"taken by a worker but not started within start_timeout_s = {self.settings.start_timeout_s:g} s"
+                self._quietly(self.runs.mark_crashed, shard.run_id, why)
+                self._again(live, shard, why)
+            elif shard.alive_at is None and shard.starting_at is None:
                 waiting.append(shard)
         self._give_up_without_workers(live, waiting)
 
@@ -374,7 +389,7 @@ class _FanOut:
         self.report.completion_tokens += outcome.completion_tokens
         shard.files.remove()
         log.info("llm %s: shard %d merged (%d rows, worker %s, %.1f s)", self.step, report.number, outcome.rows,
-                 report.row()["worker"], report.seconds)
+                 report.worker_name, report.seconds)
 
     def _remove_folder_if_empty(self) -> None:
         for folder in (self.folder, self.folder.parent):

@@ -52,7 +52,8 @@ class EchoBackendDouble:
 class ShardRunsDouble:
     """Stands in for Prefect: each submitted shard is answered by run_shard in a thread. `how(shard, n)` says
     what the n-th submission of a shard does: "ok", "dies" (killed mid-shard: its run stays running and its
-    heartbeat stops), "fails" (the run fails), "waits" (no worker ever takes it)."""
+    heartbeat stops), "fails" (the run fails), "waits" (no worker ever takes it), "stuck" (a worker took it
+    and died before starting it)."""
 
     def __init__(self, how=lambda shard, n: "ok", ready: bool | None = True, **worker_backend):
         self.how, self.ready, self.worker_backend = how, ready, worker_backend
@@ -68,8 +69,9 @@ class ShardRunsDouble:
         n = 1 + sum(1 for _, _, p in self.submitted if p["request_file"] == parameters["request_file"])
         self.submitted.append((run_id, name, parameters))
         how = self.how(shard, n)
-        record = self.runs[run_id] = {"state": fanout.WAITING if how == "waits" else fanout.RUNNING, "message": ""}
-        if how == "waits":
+        state = {"waits": fanout.WAITING, "stuck": fanout.STARTING}.get(how, fanout.RUNNING)
+        record = self.runs[run_id] = {"state": state, "message": ""}
+        if how in ("waits", "stuck"):
             return run_id
         backend = self.workers[run_id] = EchoBackendDouble(die_after=1 if how == "dies" else None,
                                                            broken=how == "fails", **self.worker_backend)
@@ -101,7 +103,7 @@ class ShardRunsDouble:
 
 
 FAST = {"pool": "test-gpu", "shards": 4, "poll_s": 0.05, "heartbeat_s": 0.05, "stale_after_s": 0.6,
-        "no_worker_timeout_s": 0.5, "max_submissions": 3}
+        "start_timeout_s": 0.5, "no_worker_timeout_s": 0.5, "max_submissions": 3}
 
 
 @pytest.fixture
@@ -195,6 +197,16 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
         retried = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert not retried.failures and len(retried.fanout.shards) == 1
     assert leftovers(tmp_path / "shards") == []
+
+
+def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, runs_installed):
+    runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "stuck" if n == 1 else "ok"))
+    con = connect(tmp_path / "fanned.duckdb")
+    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
+    assert len(result.outputs) == 8
+    assert all("not started within start_timeout_s" in s.submissions[0].outcome for s in result.fanout.shards)
+    assert len(runs.crashed) == len(result.fanout.shards)
 
 
 def test_shards_no_worker_takes_are_given_up(tmp_path, runs_installed):
