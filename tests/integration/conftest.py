@@ -126,10 +126,12 @@ def prefect_server(tmp_path_factory):
 
 def prefect_file_for_test(path: Path, deployment: str, pool: str, parameters: dict | None = None) -> dict:
     """deployments/prefect.yaml with only one deployment, on a test pool (a process pool: the real pool's job
-    variables, image and volumes, are left out), unscheduled. Returns that deployment."""
+    variables, image and volumes, are left out, and so is a pull step into an image's folder: runs start in
+    this project, CASEFORGE_HOME), unscheduled. Returns that deployment."""
     config = yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())
     chosen = next(d for d in config["deployments"] if d["name"] == deployment)
     chosen.update(schedules=[], work_pool={"name": pool})
+    chosen.pop("pull", None)
     if parameters is not None:
         chosen["parameters"] = parameters
     config["deployments"] = [chosen]
