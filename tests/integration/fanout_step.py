@@ -1,4 +1,4 @@
-"""One real pipeline step for tests/integration/test_llm_fanout.py, run as its own process: CaseFacts' factuality
+"""One real pipeline step for tests/integration/test_llm_fanout_prefect.py, run as its own process: CaseFacts' factuality
 check (tasks/casefacts/pipeline.py:check_factuality) over the curated Oyez cases of --db, three claims per case,
 with the `openai` backend pointed at --base-url (a scripted server double).
 

@@ -1,6 +1,6 @@
 """run_job fanned out to shard runs (caseforge.llm.fanout), with the runs played by a double that answers each
 shard in a thread of this process the way a worker would. The real thing, on a Prefect server with process
-workers, is tests/integration/test_llm_fanout.py."""
+workers, is tests/integration/test_llm_fanout_prefect.py."""
 import json
 import threading
 from pathlib import Path
