@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 
-.PHONY: setup run test test-smollm bench clean
+.PHONY: setup setup-workers run test test-smollm bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,14 @@ $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	touch $@
 
 setup: $(VENV)/.installed
+
+# The extra `workers`: Prefect's docker and kubernetes workers for a caseforge-gpu pool of those types,
+# pinned in requirements-workers.lock on top of requirements.lock (a process pool needs nothing more).
+$(VENV)/.workers: $(VENV)/.installed requirements-workers.lock
+	$(BIN)/pip install --quiet -r requirements.lock -r requirements-workers.lock
+	touch $@
+
+setup-workers: $(VENV)/.workers
 
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
 run: setup

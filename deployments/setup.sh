@@ -2,6 +2,12 @@
 # One-time setup of a Prefect server for caseforge: work pools and global concurrency limits.
 # Idempotent: existing pools and limits are left as they are.  PREFECT_API_URL must point at the server.
 #
+# Pools: caseforge-cpu (process) runs the nightly, the builders and the evaluations; caseforge-gpu runs the
+# shards of their LLM steps (deployment llm-shard/gpu). GPU_POOL_TYPE chooses its type: docker (default) or
+# kubernetes need the worker packages (`pip install -e .[workers]`, pinned in requirements-workers.lock);
+# kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template; process suits
+# GPU machines that run `prefect worker start --pool caseforge-gpu` themselves.
+#
 # Global concurrency limits, one per upstream host, bound how many flow runs (on any worker) talk to
 # that host at once; the per-process rate limit of caseforge.fetch still spaces the requests.
 # A flow that fetches holds a slot with:
@@ -10,13 +16,15 @@
 set -euo pipefail
 
 PREFECT="${PREFECT:-prefect}"
-GPU_POOL_TYPE="${GPU_POOL_TYPE:-docker}"   # docker | kubernetes (needs prefect-docker / prefect-kubernetes)
+GPU_POOL_TYPE="${GPU_POOL_TYPE:-docker}"   # docker | kubernetes | process
+PYTHON="${PYTHON:-python}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
 
-pool() {  # name type
+pool() {  # name type [extra arguments of `prefect work-pool create`]
   if $PREFECT work-pool inspect "$1" >/dev/null 2>&1; then
     echo "work pool $1 exists"
   else
-    $PREFECT work-pool create "$1" --type "$2"
+    $PREFECT work-pool create "$@"
   fi
 }
 
@@ -28,8 +36,17 @@ limit() {  # name limit
   fi
 }
 
-pool caseforge-cpu process
-pool caseforge-gpu "$GPU_POOL_TYPE" || echo "warning: could not create the $GPU_POOL_TYPE pool caseforge-gpu (install its Prefect integration)" >&2
+pool caseforge-cpu --type process
+if [ "$GPU_POOL_TYPE" = kubernetes ]; then
+  template="$(mktemp --suffix .json)"
+  "$PYTHON" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
+    "$HERE/gpu/k8s-job-template.yaml" "$template"
+  gpu_args=(--type kubernetes --base-job-template "$template")
+else
+  gpu_args=(--type "$GPU_POOL_TYPE")
+fi
+pool caseforge-gpu "${gpu_args[@]}" \
+  || echo "warning: could not create the $GPU_POOL_TYPE pool caseforge-gpu (pip install -e .[workers])" >&2
 
 # upstream host -> at most this many flow runs fetching from it at once
 limit upstream-api.oyez.org 1

@@ -1,5 +1,6 @@
-"""What every flow shares: caseforge.artifacts published as Prefect artifacts, plain steps made into
-tasks, the final state a flow returns, and reading that state back."""
+"""What every flow shares: caseforge.artifacts published as Prefect artifacts, LLM steps fanned out as
+Prefect flow runs when the settings name a worker pool, plain steps made into tasks, the final state a flow
+returns, and reading that state back."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,6 +12,8 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.states import Completed, Failed
 
 from caseforge import artifacts
+from caseforge.flows.llm_shard import PrefectShardRuns
+from caseforge.llm import fanout
 from caseforge.runs import StageReport
 
 
@@ -35,6 +38,7 @@ class PrefectArtifacts:
 
 
 artifacts.install(PrefectArtifacts())
+fanout.install(PrefectShardRuns())
 
 
 def as_tasks(steps, prefix: str):

@@ -126,12 +126,22 @@ def backend_for(choice: LLMChoice):
     """The backend of a choice. A model loaded into this process (llamacpp, vllm) is loaded once and serves
     every step that uses it with the same options."""
     if choice.backend not in IN_PROCESS:
-        return get_backend(choice.backend, choice.model, **choice.options)
+        return _knowing(get_backend(choice.backend, choice.model, **choice.options), choice)
     key = (choice.backend, choice.model, repr(sorted(choice.options.items())))
     with _LOCK:
         if key not in _LOADED:
-            _LOADED[key] = get_backend(choice.backend, choice.model, **choice.options)
+            _LOADED[key] = _knowing(get_backend(choice.backend, choice.model, **choice.options), choice)
         return _LOADED[key]
+
+
+def _knowing(backend, choice: LLMChoice):
+    """The backend, told the choice it was made from: a job that fans out hands that choice to the shard
+    workers (caseforge.llm.fanout), which build the same backend on their own machine."""
+    try:
+        backend.choice = choice
+    except AttributeError:      # a backend with __slots__ or a read-only attribute: it just cannot fan out
+        pass
+    return backend
 
 
 def backend(step: str | None = None, role: str = "generator", llm: str | None = None, model: str | None = None,

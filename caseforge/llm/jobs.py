@@ -92,6 +92,7 @@ def run_job(
     output_model: type[BaseModel],
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     retry_failed: bool | None = None,
+    fanout: bool = True,
 ) -> JobResult:
     """Answer every request (cache first), parse into `output_model`, record everything.
 
@@ -99,6 +100,10 @@ def run_job(
     seed), then recorded as a failure with the raw text. Failures recorded by an earlier run count as
     finished unless `retry_failed` (default: the settings' [llm] retry_failed). The caller decides what
     a failure means for its step.
+
+    When the settings name a worker pool ([fanout] pool), what is not cached is answered by shard flow runs
+    on that pool and merged into the cache (caseforge.llm.fanout); `fanout=False` always answers here (a
+    shard worker does).
     """
     if retry_failed is None:
         from caseforge.llm.config import retry_failed as configured
@@ -128,6 +133,15 @@ def run_job(
                     result.failures[request.key] = Failure(request.key, identity, error or "failed earlier", raw)
             continue
         pending.append((identity, group[0]))
+
+    if pending and fanout:
+        from caseforge.llm.fanout import answer_by_fanout
+        report = answer_by_fanout(con, step, backend, pending, output_model, max_attempts)
+        if report is not None:
+            _read_back(con, result, pending, by_identity, output_model, report)
+            if result.failures:
+                log.warning("llm %s: %d of %d requests failed", step, len(result.failures), len(requests))
+            return result
 
     attempts = min(max_attempts, int(getattr(backend, "max_attempts", max_attempts)))
     progress = Progress(f"llm {step}", total=len(pending))
@@ -170,6 +184,27 @@ def run_job(
     if result.failures:
         log.warning("llm %s: %d of %d requests failed", step, len(result.failures), len(requests))
     return result
+
+
+def _read_back(con, result: JobResult, pending, by_identity, output_model, report) -> None:
+    """The answers shard workers gave, as merged into the cache; a request of a shard given up is a
+    failure (not cached, so the next run asks it again)."""
+    cached = _cached(con, [identity for identity, _ in pending])
+    given_up = report.failed()
+    for identity, _ in pending:
+        hit = cached.get(identity)
+        for request in by_identity[identity]:
+            if hit is None:
+                reason = given_up.get(identity, "the shard workers returned no answer")
+                result.failures[request.key] = Failure(request.key, identity, reason, None)
+            elif hit[0] == "ok":
+                result.outputs[request.key] = output_model.model_validate_json(hit[1])
+            else:
+                result.failures[request.key] = Failure(request.key, identity, hit[3] or "failed", hit[2])
+    result.backend_calls += report.calls
+    result.prompt_tokens += report.prompt_tokens
+    result.completion_tokens += report.completion_tokens
+    result.fanout = report
 
 
 def _another_attempt_can_help(request: LLMRequest, completion: Completion) -> bool:

@@ -84,6 +84,7 @@ class JobResult:
     backend_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    fanout: object | None = None      # caseforge.llm.fanout.FanoutReport when shard workers answered
 
     def counts(self) -> dict[str, int]:
         return {

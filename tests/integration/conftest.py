@@ -49,12 +49,26 @@ class PrefectServer:
         assert done.returncode == 0, f"prefect {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         return done
 
-    def background(self, name: str, *args) -> subprocess.Popen:
+    def background(self, name: str, *args, env: dict | None = None) -> subprocess.Popen:
+        """`prefect ARGS` in its own session (so its process group can be stopped), logging to <name>.log."""
         log = (self.home / f"{name}.log").open("w")
-        process = subprocess.Popen([sys.executable, "-m", "prefect", *args], cwd=PROJECT_ROOT, env=self.env,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-m", "prefect", *args], cwd=PROJECT_ROOT,
+                                   env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         self.processes.append(process)
         return process
+
+    def stop_process(self, process: subprocess.Popen) -> None:
+        """Stop one process this server started (and its process group) before the session ends."""
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        if process in self.processes:
+            self.processes.remove(process)
 
     def log(self, name: str) -> str:
         path = self.home / f"{name}.log"
@@ -110,14 +124,31 @@ def prefect_server(tmp_path_factory):
         server.stop()
 
 
-def _test_prefect_file(path: Path, parameters: dict) -> None:
-    """deployments/prefect.yaml with only the nightly deployment, on the test pool, unscheduled."""
+def prefect_file_for_test(path: Path, deployment: str, pool: str, parameters: dict | None = None) -> dict:
+    """deployments/prefect.yaml with only one deployment, on a test pool (a process pool: the real pool's job
+    variables, image and volumes, are left out, and so is a pull step into an image's folder: runs start in
+    this project, CASEFORGE_HOME), unscheduled. Returns that deployment."""
     config = yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())
-    nightly = next(d for d in config["deployments"] if d["name"] == "nightly")
-    nightly.update(parameters=parameters, schedules=[], work_pool={"name": POOL})
-    config["deployments"] = [nightly]
+    chosen = next(d for d in config["deployments"] if d["name"] == deployment)
+    chosen.update(schedules=[], work_pool={"name": pool})
+    chosen.pop("pull", None)
+    if parameters is not None:
+        chosen["parameters"] = parameters
+    config["deployments"] = [chosen]
     config.pop("definitions", None)
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return chosen
+
+
+@pytest.fixture(scope="session")
+def deployment_file():
+    """prefect_file_for_test, for tests that deploy one deployment of deployments/prefect.yaml themselves."""
+    return prefect_file_for_test
+
+
+def _test_prefect_file(path: Path, parameters: dict) -> None:
+    """deployments/prefect.yaml with only the nightly deployment, on the test pool, unscheduled."""
+    prefect_file_for_test(path, "nightly", POOL, parameters)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from echo_prompts import Number, requests_for  # noqa: E402
 
-from caseforge.llm import run_job  # noqa: E402
+from caseforge.llm import FreeText, run_job  # noqa: E402
 from caseforge.llm.shards import (merge_shards, read_request_shard, run_shard,  # noqa: E402
                                   split_requests, write_request_shards)
 from caseforge.llm.types import Completion  # noqa: E402
@@ -110,7 +110,9 @@ def test_a_worker_checks_answers_against_the_schema_the_requests_carry(tmp_path)
     with pytest.raises(ValueError, match="'value' is a required property"):
         model.model_validate({})
     with pytest.raises(ValueError, match="one step"):
-        shard_output_model(requests_for([1]))
+        shard_output_model(requests_for([1]) + [r.model_copy(update={"json_schema": Number.model_json_schema()})
+                                                for r in requests_for([2])])
+    assert shard_output_model(requests_for([1, 2])) is FreeText      # no schema: the step wants prose
 
 
 class Echoed(BaseModel):

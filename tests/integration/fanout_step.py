@@ -1,0 +1,97 @@
+"""One real pipeline step for tests/integration/test_llm_fanout_prefect.py, run as its own process: CaseFacts' factuality
+check (tasks/casefacts/pipeline.py:check_factuality) over the curated Oyez cases of --db, three claims per case,
+with the `openai` backend pointed at --base-url (a scripted server double).
+
+With the settings in $CASEFORGE_CONFIG naming a pool, this process is the orchestrator of a fan-out and runs
+the step inside a Prefect flow on the server of $PREFECT_API_URL (as a build would); without, the step runs in
+process (the test calls `run` directly for that). Prints one JSON line: the stage table's rows, the
+ops.llm_calls rows and the fan-out report.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+import pandas as pd
+
+import caseforge.flows.common  # noqa: F401  (installs the fan-out's shard runs, as every flow module does)
+from caseforge.llm import fanout
+from caseforge.llm.config import Backends
+from caseforge.runs import StageReport
+from caseforge.tasks.casefacts import pipeline
+from caseforge.tasks.casefacts.config import BuildConfig
+from caseforge.warehouse import connect
+
+CLAIMS_PER_CASE = 3
+
+
+def claims_for(cases: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for case in cases.to_dict("records"):
+        name = case["name"]
+        texts = [f"{name} was decided by a vote of {case.get('majority_vote')} to {case.get('minority_vote')}.",
+                 f"In {name}, the Court sided with {case.get('winning_party') or case.get('first_party')}.",
+                 f"{name} was a dispute between {case.get('first_party')} and {case.get('second_party')}."]
+        for number, text in enumerate(texts[:CLAIMS_PER_CASE]):
+            rows.append({"claim_id": f"{case['case_id']}-{number}", "case_id": case["case_id"], "claim": text})
+    return pd.DataFrame(rows)
+
+
+def run(db: str, base_url: str, concurrency: int) -> dict:
+    """The step on the cases of `db`: its stage rows, the ops.llm_calls rows and the fan-out report."""
+    con = connect(db)
+    backends = Backends(llm="openai", models={"validator": "double-validator"}, base_url=base_url,
+                        concurrency=concurrency, batch_size=2, structured="none", max_retries=2)
+    ctx = pipeline.BuildContext(con, None, StageReport("casefacts-factuality"), BuildConfig(), backends)
+    ctx.load_cases()
+    generated = claims_for(ctx.cases)
+
+    reports = []
+    run_job = pipeline.run_job
+
+    def run_job_keeping_the_report(*a, **kw):
+        result = run_job(*a, **kw)
+        reports.append(result.fanout)
+        return result
+    pipeline.run_job = run_job_keeping_the_report
+    started = time.monotonic()
+    try:
+        if fanout.FanoutSettings.from_settings() is not None:
+            from prefect import flow
+
+            @flow(name="fanout-probe")
+            def probe():
+                return pipeline.check_factuality(ctx, generated)
+            probe()
+        else:
+            pipeline.check_factuality(ctx, generated)
+    finally:
+        pipeline.run_job = run_job
+    seconds = time.monotonic() - started
+
+    rows = con.execute("SELECT claim_id, case_id, supported, status, reason, model FROM build.casefacts_factuality "
+                       "ORDER BY claim_id").fetchall()
+    calls = con.execute("SELECT identity, step, backend, model, status, CAST(parsed AS VARCHAR), response_text, "
+                        "error, attempts FROM ops.llm_calls ORDER BY identity").fetchall()
+    con.close()
+    report = reports[0] if reports else None
+    return json.loads(json.dumps({"claims": len(generated), "rows": rows, "calls": calls, "seconds": round(seconds, 1),
+                                  "counts": ctx.report.counts,
+                                  "report": dataclasses.asdict(report) if report is not None else None}, default=str))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+    print(json.dumps(run(args.db, args.base_url, args.concurrency)))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

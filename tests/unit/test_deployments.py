@@ -1,0 +1,56 @@
+"""deployments/ agrees with itself, with the settings and with the lock files: the pools prefect.yaml names are
+the pools setup.sh creates, the fan-out's default deployment is the llm-shard deployment on the GPU pool, and
+the worker packages of the `workers` extra are pinned on top of requirements.lock without contradicting it."""
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from caseforge import settings_file
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEPLOYMENTS = ROOT / "deployments"
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            found[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return found
+
+
+def test_every_pool_prefect_yaml_names_is_created_by_setup_sh():
+    config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
+    named = {d["work_pool"]["name"] for d in config["deployments"]}
+    created = set(re.findall(r"^pool (\S+)", (DEPLOYMENTS / "setup.sh").read_text(), re.M))
+    assert named == created == {"caseforge-cpu", "caseforge-gpu"}
+    assert "caseforge-gpu" in (DEPLOYMENTS / "gpu" / "Dockerfile").read_text()
+    assert sorted(p.name for p in DEPLOYMENTS.rglob("*.yaml")) == ["k8s-job-template.yaml", "prefect.yaml"]
+
+
+def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
+    from caseforge.flows.llm_shard import llm_shard_flow
+
+    fanout = settings_file.load()["fanout"]
+    flow_name, deployment_name = fanout["deployment"].split("/")
+    config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
+    deployment = next(d for d in config["deployments"] if d["name"] == deployment_name)
+    assert deployment["entrypoint"] == "flows/llm_shard.py:llm_shard_flow" and llm_shard_flow.name == flow_name
+    assert deployment["work_pool"]["name"] == "caseforge-gpu"
+    volumes = deployment["work_pool"]["job_variables"]["volumes"]
+    assert "{{ $CASEFORGE_SHARD_DIR }}:{{ $CASEFORGE_SHARD_DIR }}" in volumes   # same path on both sides
+
+
+def test_the_workers_extra_is_pinned_on_top_of_the_lock():
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["workers"]
+    workers, base = pins(ROOT / "requirements-workers.lock"), pins(ROOT / "requirements.lock")
+    for requirement in extra:
+        name, _, version = requirement.partition("==")
+        assert workers.get(name) == version, f"{requirement} is not what requirements-workers.lock pins"
+    assert base["prefect"] == "3.8.8"
+    assert not set(workers) & set(base), "a package pinned in both lock files"
+    assert "requirements-workers.lock" in (ROOT / "Makefile").read_text()
