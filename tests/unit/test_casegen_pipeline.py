@@ -354,6 +354,29 @@ def test_two_configurations_keep_separate_runs_and_a_rerun_replaces_its_own(db_p
     assert without_ops_run(outputs_again) == without_ops_run(wide_stored[1])
 
 
+def test_cli_prints_each_models_metrics_from_the_store(tmp_path, capsys):
+    """`caseforge eval casegen` printed nothing; now the flow returns each model's run id and the CLI prints
+    that run's key metrics from the store."""
+    from caseforge.cli import main
+
+    db = tmp_path / "w.duckdb"
+    built(db)
+    code = main(["eval", "casegen", "--model", double.DRAFTER, "--llm", "replay", "--replay-file",
+                 str(double.REPLAY_FILE), "--judge-model", double.JUDGE, "--out-dir", str(tmp_path / "reports"),
+                 "--no-plots", "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0
+    (run_id,), = query(db, "SELECT eval_run_id FROM eval.runs WHERE task = 'casegen'")
+    lines = out.splitlines()
+    start = lines.index(f"{double.DRAFTER} (evaluation run {run_id})")
+    printed = {line.split()[0]: line.split()[1] for line in lines[start + 1:] if line.strip()}
+    stored = {name: value for name, (value, _) in stored_metrics(db, run_id).items()}
+    assert printed["n"] == "12" and printed["n_failed"] == "0"
+    assert printed["judge_overall"] == f"{stored['judge_overall']:.4f}"
+    assert printed["rougeL_char_f1"] == f"{stored['rougeL_char_f1']:.4f}"
+    assert printed["bertscore_f1"] == "n/a" and "skipped" in out
+
+
 def test_every_setting_that_changes_results_is_part_of_the_run_id():
     from caseforge.tasks.casegen.eval.evaluate import EvalConfig
 
