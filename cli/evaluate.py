@@ -14,6 +14,9 @@ KEY_METRICS = ("n", "recall@1", "recall@5", "recall@10", "evidence_score", "evid
                "n_split", "n_skipped_gold_missing", "n_failed",
                "rouge_l", "bertscore_f1", "claim_recall", "citation_faithfulness", "citation_f1", "evidence_nli",
                "citations_per_query", "invalid_citations", "nli_failed")
+CASEGEN_KEY_METRICS = ("n", "n_failed", "n_inputs_cut", "judge_overall", "rougeL_char_f1", "rougeL_word_f1",
+                       "rougeL_compat_f1", "bleu4", "bertscore_f1", "n_judge_failed", "n_judge_scores_missing",
+                       "n_judge_scores_invalid")
 
 
 def _retrieval_options(parser: argparse.ArgumentParser, k: int) -> None:
@@ -137,11 +140,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         one.set_defaults(handler=run)
 
 
-def print_metrics(metrics: dict, notes: dict, fmt: str) -> None:
+def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = KEY_METRICS) -> None:
     if fmt == "json":
         print(json.dumps(metrics, indent=1, sort_keys=True))
         return
-    for name in KEY_METRICS:
+    for name in keys:
         if name in metrics:
             value = metrics[name]
             text = ("n/a" if value is None else f"{value:.4f}" if isinstance(value, float) and not value.is_integer()
@@ -163,13 +166,20 @@ def run(args: argparse.Namespace) -> int:
     report = run_flow(flow, **flow_arguments(flow, args))
     if args.evaluation == "aquaechr-filter":
         print("\n".join(report["results"].get("lines", [])))
-    run_id = report["results"].get("eval_run_id")
-    if run_id and args.evaluation != "aquaechr-filter":
+    # the runs the flow stored, by the ids it returned (never recomputed here): one run, or one per model
+    run_id = report["results"].get("eval_run_id") if args.evaluation != "aquaechr-filter" else None
+    per_model = report["results"].get("eval_run_ids") or {}
+    if run_id or per_model:
         settings = load_settings(args.db)
         con, _ = open_for_query(settings.db_path, settings.parquet_dir)
         try:
-            metrics, notes = evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id)
+            if run_id:
+                print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id),
+                              getattr(args, "format", "text"))
+            for model, model_run_id in per_model.items():
+                print(f"{model} (evaluation run {model_run_id})")
+                print_metrics(evalstore.load_metrics(con, model_run_id), evalstore.load_notes(con, model_run_id),
+                              "text", CASEGEN_KEY_METRICS)
         finally:
             con.close()
-        print_metrics(metrics, notes, getattr(args, "format", "text"))
     return finish(report)

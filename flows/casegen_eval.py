@@ -1,4 +1,5 @@
-"""Prefect flow: run models on CaseGen items, judge the drafts, score them, publish a leaderboard."""
+"""Prefect flow: run models on CaseGen items, judge the drafts, score them, store one evaluation run per model
+(eval.runs, eval.item_outputs, eval.metrics), publish a leaderboard."""
 from __future__ import annotations
 
 from prefect import flow
@@ -20,7 +21,8 @@ def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: st
                  bert_model: str | None = None, human_scores: str | None = None,
                  out_dir: str = "data/reports/casegen", allow_same_family: bool = False, skip_judge: bool = False,
                  plots: bool = True):
-    """Generate (temperature 0, input cut from the middle), judge, score and report CaseGen items."""
+    """Generate (temperature 0, input cut from the middle), judge, score and report CaseGen items; the final
+    state's data carries the evaluation run of each model (results.eval_run_ids: model → run id)."""
     params = pipeline.make_params(models, llm, judge_model, judge_llm, replay_file, judge_replay_file, task, limit,
                                   max_input_chars, max_input_tokens, tokenizer, max_new_tokens, bert_model,
                                   human_scores, out_dir, allow_same_family, skip_judge, plots)

@@ -1,11 +1,17 @@
--- Machine score next to the human score of the same generation: the judge's overall score and each metric.
-SELECT 'llm_judge' AS scorer, j.task, j.score AS machine, h.score AS human
+-- Machine score next to the human score of the same draft (item, evaluated model) in the given evaluation
+-- runs ($run_ids): the judge's overall score and each similarity metric, from eval.item_outputs.
+WITH machine AS (
+    SELECT o.item_id, r.model, o.gold ->> 'task' AS task, s.scorer,
+           CAST(o.scores ->> s.field AS DOUBLE) AS machine
+    FROM eval.item_outputs o
+    JOIN eval.runs r USING (eval_run_id)
+    CROSS JOIN (VALUES ('llm_judge', 'judge_overall'), ('rougeL_char_f1', 'rougeL_char_f1'),
+                       ('rougeL_word_f1', 'rougeL_word_f1'), ('rougeL_compat_f1', 'rougeL_compat_f1'),
+                       ('bertscore_f1', 'bertscore_f1')) AS s(scorer, field)
+    WHERE list_contains($run_ids, o.eval_run_id)
+)
+SELECT m.scorer, m.task, m.machine, h.score AS human
 FROM _human h
-JOIN eval.casegen_judgements j USING (item_id, model)
-WHERE j.judge_model = $judge_model AND j.dimension = 'overall' AND j.score IS NOT NULL
-UNION ALL
-SELECT m.metric, m.task, m.value, h.score
-FROM _human h
-JOIN eval.casegen_metrics m USING (item_id, model)
-WHERE m.value IS NOT NULL AND m.metric IN ('rougeL_char_f1', 'rougeL_word_f1', 'rougeL_compat_f1', 'bertscore_f1')
-ORDER BY 1, 2;
+JOIN machine m USING (item_id, model)
+WHERE m.machine IS NOT NULL
+ORDER BY m.scorer, m.task, m.item_id, m.model;

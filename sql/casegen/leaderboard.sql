@@ -1,13 +1,6 @@
--- Mean score per model, task and dimension (LLM judge) and per metric, with how many values went in.
-SELECT model, task, 'judge:' || judge_model AS scorer, dimension AS measure,
-       avg(score) AS mean, count(score) AS n, count(*) - count(score) AS n_null
-FROM eval.casegen_judgements
-WHERE list_contains($models, model)
-GROUP BY ALL
-UNION ALL
-SELECT model, task, 'metric' AS scorer, metric AS measure, avg(value) AS mean, count(value) AS n,
-       count(*) - count(value) AS n_null
-FROM eval.casegen_metrics
-WHERE list_contains($models, model)
-GROUP BY ALL
-ORDER BY model, task, scorer, measure;
+-- Per-task metrics of the given evaluation runs ($run_ids), by evaluated model, for the leaderboard.
+SELECT r.model, m.metric, m.value
+FROM eval.runs r
+JOIN eval.metrics m USING (eval_run_id)
+WHERE list_contains($run_ids, r.eval_run_id) AND contains(m.metric, '/')
+ORDER BY r.model, m.metric;

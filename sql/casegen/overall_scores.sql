@@ -1,4 +1,6 @@
-SELECT model, task, judge_model, score
-FROM eval.casegen_judgements
-WHERE dimension = 'overall' AND score IS NOT NULL AND list_contains($models, model)
-ORDER BY task, model;
+-- The judge's overall score of every judged draft of the given evaluation runs ($run_ids).
+SELECT r.model, o.gold ->> 'task' AS task, CAST(o.scores ->> 'judge_overall' AS DOUBLE) AS score
+FROM eval.item_outputs o
+JOIN eval.runs r USING (eval_run_id)
+WHERE list_contains($run_ids, o.eval_run_id) AND (o.scores ->> 'judge_overall') IS NOT NULL
+ORDER BY task, r.model;

@@ -57,10 +57,15 @@ def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples
     report, _ = eval_pipeline.run_eval(config, params)
     assert report.ok, report.failures
     assert report.counts["judge_ok"] == 2
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
     con = duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
-    rows = con.execute("SELECT i.doc_id, m.metric, m.value FROM eval.casegen_metrics m JOIN curated.casegen_items i "
-                       "USING (item_id) WHERE m.metric LIKE 'rougeL%' ORDER BY 1, 2").fetchall()
+    rows = con.execute("SELECT o.gold ->> 'doc_id', (o.scores ->> 'rougeL_char_f1')::DOUBLE, "
+                       "(o.gold ->> 'content_sha256') = i.content_sha256 FROM eval.item_outputs o "
+                       "JOIN curated.casegen_items i USING (item_id) WHERE o.eval_run_id = ? ORDER BY 1",
+                       [run_id]).fetchall()
+    mean = con.execute("SELECT value FROM eval.metrics WHERE eval_run_id = ? AND metric = 'rougeL_char_f1/judgment'",
+                       [run_id]).fetchone()[0]
     con.close()
-    assert {r[0] for r in rows} == {"0", "2"}
-    char_scores = [v for _, metric, v in rows if metric == "rougeL_char_f1"]
-    assert all(0 < v < 1 for v in char_scores)
+    assert [r[0] for r in rows] == ["0", "2"] and all(r[2] for r in rows)
+    char_scores = [r[1] for r in rows]
+    assert all(0 < v < 1 for v in char_scores) and mean == pytest.approx(sum(char_scores) / 2)

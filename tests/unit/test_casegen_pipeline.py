@@ -55,12 +55,25 @@ def replayed(tmp_path_factory):
     return db_path, params, report, result
 
 
-def query(db_path, sql):
+def query(db_path, sql, params=None):
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
+
+
+def outputs(db_path, run_id):
+    """The run's eval.item_outputs rows as dicts, gold/predicted/scores parsed."""
+    rows = query(db_path, "SELECT item_id, gold, predicted, scores, status, reason FROM eval.item_outputs "
+                          "WHERE eval_run_id = ? ORDER BY item_id", [run_id])
+    return [{"item_id": i, "gold": json.loads(g), "predicted": json.loads(p), "scores": json.loads(s),
+             "status": st, "reason": r} for i, g, p, s, st, r in rows]
+
+
+def stored_metrics(db_path, run_id):
+    return {name: (value, note) for name, value, note in
+            query(db_path, "SELECT metric, value, note FROM eval.metrics WHERE eval_run_id = ?", [run_id])}
 
 
 def test_build_is_idempotent_and_records_nothing_twice(replayed):
@@ -119,14 +132,24 @@ def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp
     report, result = eval_pipeline.run_eval(config, params)
     assert report.ok, report.failures
     assert report.counts["judge_llm_calls"] == 12
-    assert query(db_path, "SELECT status, count(*) FROM eval.casegen_generations GROUP BY ALL") == [("ok", 12)]
-    # every dimension row is a number in 1..10 or NULL with a reason
-    bad = query(db_path, "SELECT count(*) FROM eval.casegen_judgements WHERE (score IS NULL) <> (reason IS NOT NULL) "
-                         "OR score < 1 OR score > 10")
-    assert bad == [(0,)]
-    again, _ = eval_pipeline.run_eval(config, params)
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
+    assert query(db_path, "SELECT task, system, backend, model, dataset, n_items, n_failed FROM eval.runs") == [
+        ("casegen", double.DRAFTER, "scripted-double", double.DRAFTER, "curated.casegen_items", 12, 0)]
+    rows = outputs(db_path, run_id)
+    assert [r["status"] for r in rows] == ["ok"] * 12
+    # every dimension is a number in 1..10 or None with a reason, and the scores say the same
+    for row in rows:
+        judge = row["predicted"]["judge"]
+        assert judge["model"] == double.JUDGE and judge["status"] == "ok" and judge["reply_format"] in ("json", "lines")
+        for dimension, reading in judge["dimensions"].items():
+            assert (reading["score"] is None) == (reading["reason"] is not None) == (reading["status"] != "ok")
+            assert reading["score"] is None or 1 <= reading["score"] <= 10
+            assert row["scores"]["judge_" + dimension] == reading["score"]
+    again, again_result = eval_pipeline.run_eval(config, params)
     assert again.counts.get("judge_llm_calls", 0) == 0 and again.counts["judge_cache_hits"] == 12
     assert again.counts[f"generate_{double.DRAFTER}_llm_calls"] == 0
+    assert again_result["eval_run_ids"] == {double.DRAFTER: run_id}
+    assert query(db_path, "SELECT count(*) FROM eval.item_outputs") == [(12,)]
     assert {Path(p).name for p in result["files"]} == {"casegen_leaderboard.csv", "casegen_leaderboard.md"}
 
 
@@ -135,11 +158,16 @@ def test_replay_file_reproduces_the_run_end_to_end(replayed):
     assert report.ok, report.failures
     assert report.counts["judge_ok"] == 12 and report.counts["metrics_scored"] == 12
     assert report.counts.get("judge_llm_calls", 0) == 12     # answered by the replay backend, not a cache
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
     # the double leaves a dimension out for some items: recorded as missing, never as a number
-    missing = query(db_path, "SELECT count(*), count(score) FROM eval.casegen_judgements WHERE status = 'missing'")
-    assert missing[0][0] == report.counts["judge_scores_missing"] > 0 and missing[0][1] == 0
-    compat = query(db_path, "SELECT reason FROM eval.casegen_metrics WHERE metric = 'rougeL_compat_f1' LIMIT 1")
-    assert "compat" in compat[0][0]
+    missing = [d for row in outputs(db_path, run_id) for d in row["predicted"]["judge"]["dimensions"].values()
+               if d["status"] == "missing"]
+    assert len(missing) == report.counts["judge_scores_missing"] > 0 and all(d["score"] is None for d in missing)
+    metrics = stored_metrics(db_path, run_id)
+    assert metrics["n_judge_scores_missing"][0] == len(missing)
+    assert "compat" in metrics["rougeL_compat_f1"][1] and "compat" in metrics["rougeL_compat_f1/facts"][1]
+    skipped = "skipped: no BERTScore model configured (--bert-model PATH to a local folder)"
+    assert metrics["bertscore_f1"] == (None, skipped)
     out_dir = Path(params.out_dir)
     markdown = (out_dir / "casegen_leaderboard.md").read_text(encoding="utf-8")
     assert "### defense" in markdown and "### judgment" in markdown and "BERTScore skipped" in markdown
@@ -159,7 +187,9 @@ def test_replay_refuses_an_unrecorded_model(replayed, tmp_path):
 def test_human_scores_give_agreement_per_task_and_averaged(replayed, tmp_path):
     db_path = tmp_path / "copy.duckdb"
     shutil.copy(replayed[0], db_path)
-    overall = query(db_path, "SELECT item_id, task, score FROM eval.casegen_judgements WHERE dimension = 'overall'")
+    overall = query(db_path, "SELECT item_id, gold ->> 'task', (scores ->> 'judge_overall')::DOUBLE FROM "
+                             "eval.item_outputs WHERE (scores ->> 'judge_overall') IS NOT NULL")
+    assert len(overall) > 6
     # people who agree with the judge's ranking exactly: a monotone transform of its overall score
     human = tmp_path / "human.jsonl"
     human.write_text("\n".join(json.dumps({"item_id": i, "model": double.DRAFTER, "score": 2 * s + 1})
@@ -212,11 +242,23 @@ def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_pa
     report, _ = eval_pipeline.run_eval(config, params)
     assert not report.ok
     assert sum("generation" in f and "empty output" in f for f in report.failures) == 3
-    assert query(db_path, "SELECT task, status, error FROM eval.casegen_generations WHERE status = 'failed' "
-                          "GROUP BY ALL") == [("defense", "failed", "empty output")]
-    judged = query(db_path, "SELECT status, reason FROM eval.casegen_judgements WHERE task = 'facts' GROUP BY ALL")
-    assert judged == [("judge_failed", "judge call failed: HTTP 500 from judge server")]
-    assert query(db_path, "SELECT count(*) FROM eval.casegen_judgements WHERE task = 'defense'") == [(0,)]
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
+    rows = outputs(db_path, run_id)
+    assert len(rows) == 12                                    # nothing dropped
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert {(r["gold"]["task"], r["reason"]) for r in failed} == {("defense", "generation failed: empty output")}
+    assert len(failed) == 3 and all(r["predicted"]["text"] is None and r["predicted"]["judge"] is None
+                                    and r["scores"] == {} for r in failed)
+    facts = [r for r in rows if r["gold"]["task"] == "facts"]
+    assert {(r["status"], r["predicted"]["judge"]["status"], r["predicted"]["judge"]["reason"]) for r in facts} == {
+        ("ok", "failed", "judge call failed: HTTP 500 from judge server")}
+    assert all("rougeL_char_f1" in r["scores"] and "judge_overall" not in r["scores"] for r in facts)
+    metrics = {name: value for name, (value, _) in stored_metrics(db_path, run_id).items()}
+    assert metrics["n"] == 12 and metrics["n_failed"] == 3 and metrics["n_failed/defense"] == 3
+    assert metrics["n_judge_failed"] == 3 and metrics["n_judge_failed/facts"] == 3
+    assert "judge_overall/defense" not in metrics and "rougeL_char_f1/defense" not in metrics
+    assert metrics["n/defense"] == 3 and metrics["judge_overall/judgment"] is not None
+    assert query(db_path, "SELECT n_items, n_failed FROM eval.runs WHERE eval_run_id = ?", [run_id]) == [(12, 3)]
 
 
 def test_over_long_inputs_are_cut_from_the_middle_and_marked(db_path, tmp_path, scripted):
@@ -228,9 +270,13 @@ def test_over_long_inputs_are_cut_from_the_middle_and_marked(db_path, tmp_path, 
                                  config=EvalConfig(max_input_chars=120), out_dir=str(tmp_path / "reports"), plots=False)
     report, _ = eval_pipeline.run_eval(config, params)
     assert report.counts["inputs_cut"] == 3
-    rows = query(db_path, "SELECT g.input_unit, g.input_length, g.input_length_kept, c.request, i.inputs FROM "
-                          "eval.casegen_generations g JOIN ops.llm_calls c ON c.identity = g.request_identity "
-                          "JOIN curated.casegen_items i USING (item_id)")
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
+    assert stored_metrics(db_path, run_id)["judge_overall"] == (None, "no judge (--skip-judge): reference metrics only")
+    assert stored_metrics(db_path, run_id)["n_inputs_cut/facts"][0] == 3
+    rows = query(db_path, "SELECT o.predicted -> 'input' ->> 'unit', (o.predicted -> 'input' ->> 'length')::INTEGER, "
+                          "(o.predicted -> 'input' ->> 'kept')::INTEGER, c.request, i.inputs FROM eval.item_outputs o "
+                          "JOIN ops.llm_calls c ON c.identity = (o.predicted ->> 'request_identity') "
+                          "JOIN curated.casegen_items i USING (item_id) WHERE (o.predicted -> 'input' ->> 'cut')::BOOLEAN")
     assert len(rows) == 3
     for unit, length, kept, request, inputs in rows:
         full = case_input_text("facts", json.loads(inputs))
@@ -246,3 +292,130 @@ def test_a_token_budget_needs_a_local_tokenizer(db_path, tmp_path):
 
     with pytest.raises(FileNotFoundError, match="local tokenizer folder"):
         input_measure(EvalConfig(max_input_tokens=100, tokenizer_path=str(tmp_path / "absent")))
+
+
+def test_two_configurations_keep_separate_runs_and_a_rerun_replaces_its_own(db_path, tmp_path, scripted):
+    """The defect: generations, judgements and metrics were keyed by (item, model) only, so a run with another
+    --max-input-chars overwrote the first one's rows. Now each configuration is its own evaluation run."""
+    from caseforge import evalstore
+    from caseforge.tasks.casegen.eval.evaluate import EvalConfig
+
+    config = built(db_path)
+
+    def run(max_input_chars):
+        params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                          task="facts", config=EvalConfig(max_input_chars=max_input_chars),
+                                          out_dir=str(tmp_path / f"reports-{max_input_chars}"), plots=False)
+        report, result = eval_pipeline.run_eval(config, params)
+        assert report.ok, report.failures
+        return report, result
+
+    def stored(run_id):
+        con = duckdb.connect(str(db_path), read_only=True)
+        try:
+            return (evalstore.load_metrics(con, run_id),
+                    con.execute("SELECT item_id, predicted, scores FROM eval.item_outputs WHERE eval_run_id = ? "
+                                "ORDER BY item_id", [run_id]).fetchall())
+        finally:
+            con.close()
+
+    wide, _ = run(8000)
+    wide_id = wide.results["eval_run_ids"][double.DRAFTER]
+    wide_stored = stored(wide_id)
+    narrow, narrow_result = run(120)
+    narrow_id = narrow.results["eval_run_ids"][double.DRAFTER]
+    assert narrow_id != wide_id and narrow_result["eval_run_ids"] == {double.DRAFTER: narrow_id}
+    assert narrow.counts["inputs_cut"] == 3 and wide.counts.get("inputs_cut", 0) == 0
+
+    # the second configuration left the first one's outputs and metrics as they were
+    assert stored(wide_id) == wide_stored
+    runs = query(db_path, "SELECT eval_run_id, system, json_extract(params, '$.max_input_chars')::INTEGER, n_items "
+                          "FROM eval.runs WHERE task = 'casegen' ORDER BY 3")
+    assert runs == [(narrow_id, double.DRAFTER, 120, 3), (wide_id, double.DRAFTER, 8000, 3)]
+    kept = dict(query(db_path, "SELECT eval_run_id, list(DISTINCT (predicted -> 'input' ->> 'kept')::INTEGER) "
+                               "FROM eval.item_outputs GROUP BY 1"))
+    assert kept[narrow_id] == [120] and all(k > 120 for k in kept[wide_id])
+    assert stored(narrow_id)[0]["n_inputs_cut"] == 3 and wide_stored[0]["n_inputs_cut"] == 0
+
+    # the same configuration again: no LLM call, the same run id, its rows replaced (no duplicates)
+    again, _ = run(8000)
+    assert again.results["eval_run_ids"] == {double.DRAFTER: wide_id}
+    assert again.counts.get(f"generate_{double.DRAFTER}_llm_calls", 0) == 0
+    assert again.counts.get("judge_llm_calls", 0) == 0 and again.counts["judge_cache_hits"] == 3
+    assert query(db_path, "SELECT eval_run_id, count(*) FROM eval.item_outputs GROUP BY 1 ORDER BY 1") == sorted(
+        [(wide_id, 3), (narrow_id, 3)])
+    assert query(db_path, "SELECT count(*) FROM eval.runs WHERE task = 'casegen'") == [(2,)]
+    metrics_again, outputs_again = stored(wide_id)
+    assert metrics_again == wide_stored[0]
+    # the rows are the same but for the ops run that wrote them
+    def without_ops_run(rows):
+        return [(i, {**json.loads(p), "ops_run_id": None}, s) for i, p, s in rows]
+
+    assert without_ops_run(outputs_again) == without_ops_run(wide_stored[1])
+
+
+def test_cli_prints_each_models_metrics_from_the_store(tmp_path, capsys):
+    """`caseforge eval casegen` printed nothing; now the flow returns each model's run id and the CLI prints
+    that run's key metrics from the store."""
+    from caseforge.cli import main
+
+    db = tmp_path / "w.duckdb"
+    built(db)
+    code = main(["eval", "casegen", "--model", double.DRAFTER, "--llm", "replay", "--replay-file",
+                 str(double.REPLAY_FILE), "--judge-model", double.JUDGE, "--out-dir", str(tmp_path / "reports"),
+                 "--no-plots", "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0
+    (run_id,), = query(db, "SELECT eval_run_id FROM eval.runs WHERE task = 'casegen'")
+    lines = out.splitlines()
+    start = lines.index(f"{double.DRAFTER} (evaluation run {run_id})")
+    printed = {line.split()[0]: line.split()[1] for line in lines[start + 1:] if line.strip()}
+    stored = {name: value for name, (value, _) in stored_metrics(db, run_id).items()}
+    assert printed["n"] == "12" and printed["n_failed"] == "0"
+    assert printed["judge_overall"] == f"{stored['judge_overall']:.4f}"
+    assert printed["rougeL_char_f1"] == f"{stored['rougeL_char_f1']:.4f}"
+    assert printed["bertscore_f1"] == "n/a" and "skipped" in out
+
+
+def test_every_setting_that_changes_results_is_part_of_the_run_id():
+    from caseforge.tasks.casegen.eval.evaluate import EvalConfig
+
+    from caseforge import evalstore
+
+    def run_id(**changes):
+        options = {"models": [double.DRAFTER], "llm": "openai", "judge_model": double.JUDGE, **changes}
+        params = eval_pipeline.run_params(eval_pipeline.EvalParams(**options))
+        return evalstore.eval_run_id("casegen", double.DRAFTER, "same items", params)
+
+    base = run_id()
+    changed = [run_id(llm="vllm"), run_id(judge_model="mistral-large"), run_id(judge_llm="vllm"),
+               run_id(judge_model=None), run_id(task="facts"), run_id(limit=5), run_id(bert_model="/models/bert"),
+               run_id(config=EvalConfig(max_input_chars=4000)), run_id(config=EvalConfig(max_new_tokens=512)),
+               run_id(config=EvalConfig(judge_max_input_chars=3000)),
+               run_id(config=EvalConfig(max_input_tokens=2000, tokenizer_path="/models/tok"))]
+    assert len({base, *changed}) == len(changed) + 1
+    # what does not change a result does not split a run: files, plots, replay recordings, the human scores
+    assert run_id(out_dir="/elsewhere", plots=False, replay_file="r.jsonl", human_scores="h.csv") == base
+    # a token budget makes the character budget irrelevant
+    tokens = EvalConfig(max_input_tokens=2000, tokenizer_path="/models/tok")
+    assert run_id(config=tokens) == run_id(config=EvalConfig(max_input_chars=1, max_input_tokens=2000,
+                                                             tokenizer_path="/models/tok"))
+
+
+def test_each_evaluated_model_is_its_own_run(db_path, tmp_path, scripted):
+    other = "scripted-double-glm-drafter"
+    config = built(db_path)
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER, other], llm="scripted-double", judge_model=double.JUDGE,
+                                      task="judgment", out_dir=str(tmp_path / "reports"), plots=False)
+    report, result = eval_pipeline.run_eval(config, params)
+    assert report.ok, report.failures
+    run_ids = report.results["eval_run_ids"]
+    assert set(run_ids) == {double.DRAFTER, other} and len(set(run_ids.values())) == 2
+    assert query(db_path, "SELECT system, model, backend, n_items FROM eval.runs ORDER BY 1") == sorted([
+        (double.DRAFTER, double.DRAFTER, "scripted-double", 3), (other, other, "scripted-double", 3)])
+    assert report.counts["judge_ok"] == 6          # one judge job for both models' drafts
+    for model, run_id in run_ids.items():
+        assert len(outputs(db_path, run_id)) == 3
+    csv = (tmp_path / "reports" / "casegen_leaderboard.csv").read_text(encoding="utf-8").splitlines()
+    assert sorted(line.split(",")[0] for line in csv[1:]) == sorted([double.DRAFTER, other])
+    assert all(f"evaluation run of {m}: {r}" in result["markdown"] for m, r in run_ids.items())

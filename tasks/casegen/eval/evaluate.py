@@ -13,10 +13,10 @@ from caseforge.llm import SamplingParams, request_from_template
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.eval import metrics
 from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
-from caseforge.tasks.casegen.eval.judge import read_judge_reply
+from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply
 from caseforge.tasks.casegen.eval.text_job import run_text_job
 from caseforge.tasks.casegen.eval.truncate import cut_middle
-from caseforge.warehouse import run_sql, run_sql_over_rows, sql_text
+from caseforge.warehouse import run_sql, sql_text
 
 GENERATE_STEP = "casegen-generate"
 JUDGE_STEP = "casegen-judge"
@@ -47,7 +47,7 @@ def input_measure(config: EvalConfig):
 def load_items(con: duckdb.DuckDBPyConnection, task: str | None, limit: int | None) -> list[dict]:
     rows = run_sql(con, "casegen/select_items.sql", {"task": task, "limit": limit}).fetchall()
     return [{"item_id": r[0], "doc_id": r[1], "task": r[2], "inputs": json.loads(r[3]), "reference": r[4],
-             "source": r[5]} for r in rows]
+             "source": r[5], "content_sha256": r[6]} for r in rows]
 
 
 def case_input_text(task: str, inputs: dict) -> str:
@@ -71,91 +71,122 @@ def generation_requests(items: list[dict], config: EvalConfig):
     return requests, cuts
 
 
-def run_generation(con, run_id: int | None, backend, items: list[dict], config: EvalConfig,
-                   report: StageReport) -> None:
+@dataclass(frozen=True)
+class Generation:
+    """One model's draft for one item (text None: the call failed, `error` says why), with the facts of the
+    input cut and the request identity (ops.llm_calls.identity)."""
+    item_id: str
+    task: str
+    model: str
+    backend: str
+    request_identity: str
+    input_cut: bool
+    input_unit: str              # chars | tokens (of the configured local tokenizer)
+    input_length: int
+    input_length_kept: int
+    text: str | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+    @property
+    def key(self) -> str:
+        return f"{self.item_id}|{self.model}"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The judge's reading of one draft: every dimension of the task and the overall score, each a number in
+    1..10 or None with its status (missing | invalid) and reason; `error` when the judge call failed."""
+    judge_model: str
+    judge_backend: str
+    request_identity: str
+    reply_format: str | None     # json | lines | none; None when the call failed
+    scores: tuple[DimensionScore, ...] = ()
+    error: str | None = None
+
+
+def run_generation(con, backend, items: list[dict], config: EvalConfig, report: StageReport) -> list[Generation]:
+    """One draft per item by `backend`'s model (cached by request identity): every item gives a Generation,
+    a failed call one without text and with the reason."""
     requests, cuts = generation_requests(items, config)
     unit = "chars" if config.max_input_tokens is None else "tokens"
     result = run_text_job(con, GENERATE_STEP, backend, requests)
     for name, n in result.counts(f"generate_{backend.model}").items():
         report.add(name, n)
-    rows = []
+    generations = []
     for item in items:
         key, cut = item["item_id"], cuts[item["item_id"]]
         failed = result.failures.get(key)
         if failed:
             report.fail(f"generation {backend.model} {key}: {failed}")
         report.add("inputs_cut", int(cut.cut))
-        rows.append({
-            "item_id": key, "model": backend.model, "backend": backend.name, "task": item["task"],
-            "request_identity": result.identities[key], "input_cut": cut.cut, "input_unit": unit,
-            "input_length": cut.original_length, "input_length_kept": cut.kept_length, "output_text": result.texts.get(key),
-            "status": "ok" if key in result.texts else "failed", "error": failed, "run_id": run_id})
-    run_sql_over_rows(con, "casegen/upsert_generation.sql", rows)
+        generations.append(Generation(
+            item_id=key, task=item["task"], model=backend.model, backend=backend.name,
+            request_identity=result.identities[key], input_cut=cut.cut, input_unit=unit,
+            input_length=cut.original_length, input_length_kept=cut.kept_length, text=result.texts.get(key),
+            error=None if key in result.texts else (failed or "no output")))
+    return generations
 
 
-def generations_to_score(con, models: list[str]) -> list[dict]:
-    rows = run_sql(con, "casegen/generations_to_score.sql", {"models": models}).fetchall()
-    return [{"item_id": r[0], "model": r[1], "task": r[2], "output": r[3], "reference": r[4],
-             "inputs": json.loads(r[5])} for r in rows]
-
-
-def run_judging(con, run_id: int | None, judge_backend, generations: list[dict], config: EvalConfig,
-                report: StageReport) -> None:
+def run_judging(con, judge_backend, generations: list[Generation], items: list[dict], config: EvalConfig,
+                report: StageReport) -> dict[str, Judgement]:
+    """The judge's reading of every successful draft, by Generation.key."""
+    by_id = {i["item_id"]: i for i in items}
     params = SamplingParams(temperature=0.0, max_tokens=config.judge_max_new_tokens)
+    judged = [g for g in generations if g.ok]
     requests = []
-    for g in generations:
-        case_input = cut_middle(case_input_text(g["task"], g["inputs"]), config.judge_max_input_chars).text
-        requests.append(request_from_template(f"{g['item_id']}|{g['model']}", f"casegen/eval/judge_{g['task']}.j2",
-                                              params=params, case_input=case_input, reference=g["reference"],
-                                              candidate=g["output"]))
+    for g in judged:
+        item = by_id[g.item_id]
+        case_input = cut_middle(case_input_text(g.task, item["inputs"]), config.judge_max_input_chars).text
+        requests.append(request_from_template(g.key, f"casegen/eval/judge_{g.task}.j2", params=params,
+                                              case_input=case_input, reference=item["reference"], candidate=g.text))
     result = run_text_job(con, JUDGE_STEP, judge_backend, requests)
     for name, n in result.counts("judge").items():
         report.add(name, n)
-    rows = []
-    for g in generations:
-        key = f"{g['item_id']}|{g['model']}"
-        common = {"item_id": g["item_id"], "model": g["model"], "judge_model": judge_backend.model, "task": g["task"],
-                  "request_identity": result.identities[key], "run_id": run_id}
-        if key not in result.texts:
-            reason = f"judge call failed: {result.failures.get(key)}"
-            report.fail(f"judge {key}: {result.failures.get(key)}")
-            rows.append({**common, "dimension": "overall", "score": None, "status": "judge_failed",
-                         "reason": reason, "reply_format": None})
+    judgements = {}
+    for g in judged:
+        common = {"judge_model": judge_backend.model, "judge_backend": judge_backend.name,
+                  "request_identity": result.identities[g.key]}
+        if g.key not in result.texts:
+            report.fail(f"judge {g.key}: {result.failures.get(g.key)}")
+            judgements[g.key] = Judgement(**common, reply_format=None,
+                                          error=f"judge call failed: {result.failures.get(g.key)}")
             continue
-        reading = read_judge_reply(result.texts[key], g["task"])
+        reading = read_judge_reply(result.texts[g.key], g.task)
         for score in reading.scores:
             report.add(f"judge_scores_{score.status}")
-            rows.append({**common, "dimension": score.dimension, "score": score.score, "status": score.status,
-                         "reason": score.reason, "reply_format": reading.fmt})
-    run_sql_over_rows(con, "casegen/upsert_judgement.sql", rows)
+        judgements[g.key] = Judgement(**common, reply_format=reading.fmt, scores=tuple(reading.scores))
+    return judgements
 
 
-def run_metrics(con, run_id: int | None, generations: list[dict], bert_scorer, bert_skip_reason: str | None,
-                report: StageReport) -> None:
-    rows = []
+def reference_scores(reference: str, output: str, bert_scorer) -> dict[str, float | None]:
+    """ROUGE-L (characters, jieba words, the original code's ASCII-only mode), BLEU-1..4 and BERTScore
+    (None when no scorer)."""
+    return {
+        "rougeL_char_f1": metrics.rouge_l(reference, output, "char").f1,
+        "rougeL_word_f1": metrics.rouge_l(reference, output, "word").f1,
+        "rougeL_compat_f1": metrics.rouge_l_compat(reference, output).f1,
+        **metrics.bleu(reference, output),
+        "bertscore_f1": bert_scorer.score(reference, output).f1 if bert_scorer is not None else None,
+    }
+
+
+def run_metrics(generations: list[Generation], items: list[dict], bert_scorer,
+                report: StageReport) -> dict[str, dict[str, float | None]]:
+    """Reference metrics of every successful draft, by Generation.key."""
+    by_id = {i["item_id"]: i for i in items}
+    scores = {}
     for g in generations:
-        ref, out = g["reference"], g["output"]
-        values: dict[str, float | None] = {
-            "rougeL_char_f1": metrics.rouge_l(ref, out, "char").f1,
-            "rougeL_word_f1": metrics.rouge_l(ref, out, "word").f1,
-            "rougeL_compat_f1": metrics.rouge_l_compat(ref, out).f1,
-            **metrics.bleu(ref, out),
-        }
-        reasons = {"rougeL_compat_f1": metrics.COMPAT_LABEL}
-        if bert_scorer is not None:
-            values["bertscore_f1"] = bert_scorer.score(ref, out).f1
-            reasons["bertscore_f1"] = f"model {bert_scorer.name}"
-        else:
-            values["bertscore_f1"] = None
-            reasons["bertscore_f1"] = bert_skip_reason
-        for metric, value in values.items():
-            rows.append({
-                "item_id": g["item_id"], "model": g["model"], "task": g["task"], "metric": metric, "value": value,
-                "status": "ok" if value is not None else "skipped", "reason": reasons.get(metric), "run_id": run_id})
+        if not g.ok:
+            continue
+        scores[g.key] = reference_scores(by_id[g.item_id]["reference"], g.text, bert_scorer)
         report.add("metrics_scored")
-    run_sql_over_rows(con, "casegen/upsert_metric.sql", rows)
-    if bert_scorer is None and generations:
-        report.add("bertscore_skipped", len(generations))
+    if bert_scorer is None and scores:
+        report.add("bertscore_skipped", len(scores))
+    return scores
 
 
 # ---------------------------------------------------------------- agreement with human scores
@@ -179,11 +210,13 @@ def read_human_scores(path: Path) -> list[dict]:
     return out
 
 
-def agreement_table(con, human: list[dict], judge_model: str) -> dict[str, dict]:
-    """Per scorer (the judge's overall score, ROUGE-L char/word/compat, BERTScore): per-task coefficients."""
+def agreement_table(con, human: list[dict], run_ids: list[str]) -> dict[str, dict]:
+    """Per scorer (the judge's overall score, ROUGE-L char/word/compat, BERTScore): per-task coefficients
+    between the stored scores of the runs `run_ids` (eval.item_outputs) and people's scores of the same
+    (item, model)."""
     run_sql(con, "casegen/create_human_scores.sql")
     con.executemany(sql_text("casegen/insert_human_score.sql"), [(h["item_id"], h["model"], h["score"]) for h in human])
-    pairs = run_sql(con, "casegen/human_pairs.sql", {"judge_model": judge_model}).fetchall()
+    pairs = run_sql(con, "casegen/human_pairs.sql", {"run_ids": list(run_ids)}).fetchall()
     by_scorer: dict[str, dict[str, tuple[list, list]]] = {}
     for scorer, task, machine, person in pairs:
         if machine is None or (isinstance(machine, float) and math.isnan(machine)):

@@ -1,4 +1,5 @@
-"""Leaderboards (one row per model; per task: judge dimensions, overall, ROUGE-L, BERTScore) and plots."""
+"""Leaderboards (one row per model; per task: judge dimensions, overall, ROUGE-L, BERTScore) and plots, read
+from the evaluation store: the runs named by their ids (one per model of the configuration evaluated)."""
 from __future__ import annotations
 
 import math
@@ -7,16 +8,16 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.tasks.casegen.items import TASKS
+from caseforge.tasks.casegen.eval import store
 from caseforge.tasks.casegen.eval.judge import dimensions_for
-from caseforge.warehouse import run_sql
+from caseforge.tasks.casegen.items import TASKS
 
 # the metric columns shown next to the judge's scores, as percentages like the paper's Table 2
 METRIC_COLUMNS = ("rougeL_char_f1", "rougeL_word_f1", "rougeL_compat_f1", "bleu4", "bertscore_f1")
 
 
-def leaderboard_long(con: duckdb.DuckDBPyConnection, models: list[str]) -> pd.DataFrame:
-    return run_sql(con, "casegen/leaderboard.sql", {"models": models}).df()
+def leaderboard_long(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> pd.DataFrame:
+    return store.leaderboard_long(con, run_ids)
 
 
 def leaderboard_wide(long: pd.DataFrame) -> pd.DataFrame:
@@ -68,14 +69,14 @@ def export(wide: pd.DataFrame, markdown: str, out_dir: Path) -> list[Path]:
     return [csv_path, md_path]
 
 
-def plot_score_distributions(con: duckdb.DuckDBPyConnection, models: list[str], out_dir: Path) -> list[Path]:
+def plot_score_distributions(con: duckdb.DuckDBPyConnection, run_ids: list[str], out_dir: Path) -> list[Path]:
     """One PNG per task: histogram of the judge's overall score per model (1..10, bins of one point)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scores = run_sql(con, "casegen/overall_scores.sql", {"models": models}).df()
+    scores = store.overall_scores(con, run_ids)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for task in TASKS:
