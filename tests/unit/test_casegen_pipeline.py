@@ -419,3 +419,23 @@ def test_each_evaluated_model_is_its_own_run(db_path, tmp_path, scripted):
     csv = (tmp_path / "reports" / "casegen_leaderboard.csv").read_text(encoding="utf-8").splitlines()
     assert sorted(line.split(",")[0] for line in csv[1:]) == sorted([double.DRAFTER, other])
     assert all(f"evaluation run of {m}: {r}" in result["markdown"] for m, r in run_ids.items())
+
+
+def test_an_evaluation_whose_judge_gave_no_readable_score_fails(db_path, tmp_path, monkeypatch, scripted):
+    original = double.ScriptedCaseGenBackendDouble._answer
+
+    def rambling_judge(self, request):
+        if "/judge_" in request.template_id:
+            return "The draft is quite good overall, with room to improve."   # no score anywhere
+        return original(self, request)
+
+    monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "_answer", rambling_judge)
+    config = built(db_path)
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                      out_dir=str(tmp_path / "reports"), plots=False)
+    report, _ = eval_pipeline.run_eval(config, params)
+    assert not report.ok
+    assert report.failures == [f"judge {double.JUDGE}: 0 of 12 judged drafts gave a readable score"]
+    metrics = {name: value for name, (value, _) in stored_metrics(db_path, report.results["eval_run_ids"][
+        double.DRAFTER]).items()}
+    assert metrics["n"] == 12 and "judge_overall" not in metrics      # stored, and scored by nothing

@@ -159,6 +159,9 @@ def run_judging(con, judge_backend, generations: list[Generation], items: list[d
         for score in reading.scores:
             report.add(f"judge_scores_{score.status}")
         judgements[g.key] = Judgement(**common, reply_format=reading.fmt, scores=tuple(reading.scores))
+    read = sum(1 for j in judgements.values() if any(s.status == "ok" for s in j.scores))
+    if judged and not read:
+        report.fail(f"judge {judge_backend.model}: 0 of {len(judged)} judged drafts gave a readable score")
     return judgements
 
 
