@@ -7,17 +7,69 @@ import datetime as dt
 import decimal
 import inspect
 import json
+import logging
 import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandFailed", "add_db_option", "flow_arguments", "jsonable", "print_rows", "run_flow"]
+__all__ = ["CommandFailed", "add_db_option", "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow",
+           "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's reason as one line: DuckDB's message without the echoed query, an OS error with its path."""
+    import duckdb
+
+    if isinstance(exc, duckdb.Error):
+        paragraph = str(exc).strip().split("\n\n")[0]
+        return " ".join(line.strip() for line in paragraph.splitlines() if line.strip())
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _WithoutTraceback(logging.Formatter):
+    """A terminal handler's formatter minus the traceback: the record itself is left whole, so Prefect's
+    API handler (the run log in the UI) still gets it."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info:
+            record = logging.makeLogRecord(record.__dict__)
+            record.exc_info = record.exc_text = record.stack_info = None
+        return self.inner.format(record)
+
+
+def terminal_tracebacks(show: bool) -> None:
+    """Show or hide tracebacks in what logging (Prefect's console handler among it) prints on the terminal.
+
+    Prefect logs a failing task or flow with its whole traceback (tens of lines) before the command's
+    one-line reason; without --debug the terminal gets the log line alone."""
+    loggers = [logging.getLogger()] + [logger for logger in list(logging.root.manager.loggerDict.values())
+                                       if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            module = type(handler).__module__
+            if not isinstance(handler, logging.StreamHandler) or not module.startswith(("prefect", "logging",
+                                                                                          "caseforge")):
+                continue                      # files, the API handler, pytest's capture: untouched
+            current = handler.formatter
+            if show and isinstance(current, _WithoutTraceback):
+                handler.setFormatter(current.inner)
+            elif not show and not isinstance(current, _WithoutTraceback):
+                handler.setFormatter(_WithoutTraceback(current or logging.Formatter()))
 
 
 def flow_arguments(flow, args: argparse.Namespace) -> dict:
