@@ -5,12 +5,9 @@ against both ways the connection is made: read-only on the file, and the in-memo
 Parquet mirror that answers while a run holds the file."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import duckdb
 import pytest
+from warehouse_holder import held_by_another_process
 
 from caseforge.config import settings as load_settings
 from caseforge.warehouse import connect, export_curated_parquet, open_for_query
@@ -38,13 +35,8 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def held(world):
     """Another process holds the warehouse the way a run does, so open_for_query answers from the mirror."""
-    code = ("import sys, time; from caseforge.warehouse import connect;"
-            f"con = connect({str(world['db'])!r}); print('ready', flush=True); sys.stdin.read()")
-    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "ready"
-    yield holder
-    holder.stdin.close()
-    holder.wait(timeout=60)
+    with held_by_another_process(world["db"]) as holder:
+        yield holder
 
 
 @pytest.fixture(scope="module", params=["warehouse", "parquet"])
