@@ -13,8 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly = flows.add_parser("nightly", help="every source, then the builders and releases whose inputs changed")
     nightly.add_argument("--from-samples", action="store_true",
                          help="replay every source from its folder under CASEFORGE_SAMPLES instead of the network")
-    nightly.add_argument("--samples", help="samples folder (default: $CASEFORGE_SAMPLES or ../shared/samples)")
-    nightly.add_argument("--release-dir", help="where releases are written (default: next to the DB, releases/)")
+    nightly.add_argument("--samples", help="samples folder (default: $CASEFORGE_SAMPLES or ../shared/samples); "
+                                                "with --from-samples it must exist")
+    nightly.add_argument("--release-dir", help="where releases are written (default: <db dir>/<db name>-releases/)")
     nightly.add_argument("--sources", help="comma-separated subset of the sources (default: all)")
     nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
     add_db_option(nightly)
