@@ -8,7 +8,7 @@ import sys
 import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
-from caseforge.cli import audit, build, evaluate, export, ingest, llm, run, sql, status
+from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, sql, status
 from caseforge.cli.common import CommandFailed, one_line, terminal_tracebacks
 
 __all__ = ["build_parser", "main"]
@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for noisy in ("httpx", "httpcore", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    common.SHOW_TRACEBACKS = args.debug
     terminal_tracebacks(args.debug)
     try:
         return args.handler(args) or 0

@@ -16,6 +16,7 @@ __all__ = ["CommandFailed", "add_db_option", "flow_arguments", "jsonable", "one_
            "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
+SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -78,11 +79,23 @@ def flow_arguments(flow, args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 
+def before_flows() -> None:
+    """What a command does before it runs a flow: Prefect's terminal output without tracebacks (unless
+    --debug; Prefect's run log keeps them), and its temporary server tied to this process's life."""
+    import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
+
+    from caseforge.flows.common import guard_ephemeral_server
+
+    terminal_tracebacks(SHOW_TRACEBACKS)
+    guard_ephemeral_server()
+
+
 def run_flow(flow, **kwargs) -> dict:
     """Run `flow` locally; print its counters; return its report. CommandFailed (one line per problem)
     when it failed, quarantined data or crashed."""
     from caseforge.flows.common import FlowCrashed, report_of
 
+    before_flows()
     state = flow(**kwargs, return_state=True)
     sys.stdout.flush()
     try:
