@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exception(exc, file=sys.stderr)
         for reason in exc.reasons:
             print(f"caseforge: {reason}", file=sys.stderr)
-        return 1
+        return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt:
         print("caseforge: interrupted", file=sys.stderr)
         return 130

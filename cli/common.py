@@ -12,10 +12,18 @@ import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandFailed", "add_db_option", "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow",
+__all__ = ["CommandFailed", "CommandError", "add_db_option", "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow",
            "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
+
+
+class CommandError(CommandFailed):
+    """The command could not do what was asked (a bad query, an unwritable folder): exit status 2, like
+    any other error, where a run that failed or quarantined data exits 1."""
+
+    exit_code = 2
+
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from caseforge.cli.common import CommandFailed, add_db_option
+from caseforge.cli.common import CommandError, add_db_option
 from caseforge.flows import registry
 
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             release = registry.RELEASES[args.dataset].write(con, Path(args.out))
         except OSError as exc:
-            raise CommandFailed([f"cannot write the {args.dataset} release to {args.out}: "
+            raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
                                  f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc
     print(f"{args.dataset} release written to {release.path} ({len(release.files)} files)")
     return 0

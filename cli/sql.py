@@ -6,7 +6,7 @@ import argparse
 
 import duckdb
 
-from caseforge.cli.common import CommandFailed, add_db_option, one_line, print_rows
+from caseforge.cli.common import CommandError, add_db_option, one_line, print_rows
 from caseforge.config import settings as load_settings
 from caseforge.warehouse import MIRRORED_OPS_TABLES, open_for_query
 
@@ -27,10 +27,10 @@ def run_sql_command(args: argparse.Namespace) -> int:
         # be shown, and which of the others ran, is not something a reader should have to guess)
         statements = con.extract_statements(args.query)
         if not statements:
-            raise CommandFailed(["empty query: give one SQL statement, e.g. "
+            raise CommandError(["empty query: give one SQL statement, e.g. "
                                  "\"SELECT name FROM curated.scotus_cases LIMIT 5\""])
         if len(statements) > 1:
-            raise CommandFailed([f"{len(statements)} statements in one call, none run: `caseforge sql` runs "
+            raise CommandError([f"{len(statements)} statements in one call, none run: `caseforge sql` runs "
                                  "one statement per call, so the result shown is never in doubt"])
         try:
             cursor = con.execute(args.query)
@@ -38,7 +38,7 @@ def run_sql_command(args: argparse.Namespace) -> int:
             if mode != "parquet":
                 raise
             ops = ", ".join(f"ops.{t}" for t in MIRRORED_OPS_TABLES)
-            raise CommandFailed([f"{one_line(exc)} (not in the Parquet mirror, which answers while a run holds "
+            raise CommandError([f"{one_line(exc)} (not in the Parquet mirror, which answers while a run holds "
                                  f"{settings.db_path}: it has curated.* and {ops}; ask again when the run is "
                                  "over)"]) from exc
         if cursor.description is None:

@@ -1,5 +1,6 @@
 """Ordinary mistakes get one clear line on stderr and a non-zero exit, not a Python traceback; `--debug`
-adds the traceback. `caseforge sql` runs exactly one statement per call. `export --out DIR` writes DIR."""
+adds the traceback; the exit status of an error is 2 (1 is a run that failed or quarantined data).
+`caseforge sql` runs exactly one statement per call. `export --out DIR` writes DIR."""
 from __future__ import annotations
 
 import os
@@ -35,19 +36,19 @@ def one_line(err: str) -> str:
 def test_a_wrong_column_is_one_line_without_traceback(warehouse, capsys):
     code = main(["sql", "SELECT nme FROM curated.scotus_legacy", "--db", str(warehouse)])
     out, err = capsys.readouterr()
-    assert code != 0 and out == ""
+    assert code == 2 and out == ""
     line = one_line(err)
     assert 'Referenced column "nme" not found' in line and '"name"' in line      # DuckDB's candidate kept
 
 
 def test_a_syntax_error_is_one_line(warehouse, capsys):
-    assert main(["sql", "SELEC 1", "--db", str(warehouse)]) != 0
+    assert main(["sql", "SELEC 1", "--db", str(warehouse)]) == 2
     assert "syntax error" in one_line(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("query", ["", "   ", " ; ;", "-- only a comment"])
 def test_an_empty_query_is_refused_with_one_line(warehouse, capsys, query):
-    assert main(["sql", query, "--db", str(warehouse)]) != 0
+    assert main(["sql", query, "--db", str(warehouse)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "empty query" in one_line(err)
 
@@ -55,7 +56,7 @@ def test_an_empty_query_is_refused_with_one_line(warehouse, capsys, query):
 def test_several_statements_in_one_call_run_none(warehouse, capsys):
     code = main(["sql", "SELECT 'first' AS a; SELECT 'second' AS b", "--db", str(warehouse)])
     out, err = capsys.readouterr()
-    assert code != 0
+    assert code == 2
     assert "first" not in out and "second" not in out
     assert "2 statements" in one_line(err)
 
@@ -75,7 +76,7 @@ def test_debug_adds_the_traceback(warehouse, capsys):
 
 
 def test_a_missing_warehouse_is_one_line(tmp_path, capsys):
-    assert main(["quality", "--db", str(tmp_path / "none.duckdb")]) != 0
+    assert main(["quality", "--db", str(tmp_path / "none.duckdb")]) == 2
     assert "no warehouse at" in one_line(capsys.readouterr().err)
 
 
@@ -110,7 +111,7 @@ def test_export_to_a_read_only_disk_is_one_line(warehouse, tmp_path):
     argv = _read_only_command(disk, [sys.executable, "-m", "caseforge", "export", "scotus",
                                      "--out", str(disk / "scotus"), "--db", str(warehouse)])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0
+    assert done.returncode == 2
     line = one_line(done.stderr)
     assert str(disk / "scotus") in line and ("Read-only file system" in line or "Permission denied" in line), line
     assert not (disk / "scotus").exists()

@@ -83,7 +83,7 @@ def test_a_table_the_mirror_lacks_fails_with_one_clear_line(tmp_path, capsys):
     with held_by_another_process(a.db_path):
         code = main(["sql", "SELECT count(*) FROM ops.llm_calls", "--db", str(a.db_path)])
     out, err = capsys.readouterr()
-    assert code != 0 and out == ""
+    assert code == 2 and out == ""
     lines = [line for line in err.splitlines() if line.startswith("caseforge: ")]
     assert len(lines) == 1 and "llm_calls" in lines[0] and "Parquet mirror" in lines[0], err
     assert "ops.runs" in lines[0]                # and it says what the mirror does have
