@@ -288,11 +288,6 @@ def open_for_query(db_path: Path, parquet_dir: Path) -> tuple[duckdb.DuckDBPyCon
         return con, "parquet"
 
 
-def query_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The schema.table names a query connection can read (for a mirror: what it carries)."""
-    return [r[0] for r in run_sql(con, "ops/query_tables.sql").fetchall()]
-
-
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether `schema.table` exists in the warehouse."""
     schema, _, name = table.partition(".")

@@ -12,10 +12,11 @@ import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandFailed", "CommandError", "add_db_option", "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow",
-           "terminal_tracebacks"]
+__all__ = ["CommandError", "CommandFailed", "add_db_option", "before_flows", "flow_arguments", "jsonable", "one_line",
+           "print_rows", "run_flow", "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
+SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
 
 
 class CommandError(CommandFailed):
@@ -23,8 +24,6 @@ class CommandError(CommandFailed):
     any other error, where a run that failed or quarantined data exits 1."""
 
     exit_code = 2
-
-SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
