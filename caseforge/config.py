@@ -40,9 +40,28 @@ class Settings:
     timeout_s: float = field(default_factory=lambda: _env_float("CASEFORGE_TIMEOUT_S", 30.0))
 
     @property
+    def db_key(self) -> str:
+        """What the folders that belong to this warehouse are named after: its file name without `.duckdb`,
+        so two warehouses in one folder never share a mirror, a run folder or a release."""
+        name = self.db_path.name
+        return name[: -len(".duckdb")] if name.endswith(".duckdb") and name != ".duckdb" else name
+
+    @property
     def parquet_dir(self) -> Path:
-        """Curated tables are mirrored here after each run (readable while a run holds the DB)."""
-        return self.export_dir or self.db_path.parent / "parquet"
+        """The Parquet mirror of this warehouse (curated tables and the ops tables `status` and `quality`
+        read), rewritten after each run and read by `caseforge sql` while a run holds the DB file:
+        `<db dir>/<db name>-parquet`."""
+        return self.export_dir or self.db_path.parent / f"{self.db_key}-parquet"
+
+    @property
+    def runs_dir(self) -> Path:
+        """Per-run folders (a nightly's summary and plots): `<db dir>/<db name>-runs`."""
+        return self.db_path.parent / f"{self.db_key}-runs"
+
+    @property
+    def release_dir(self) -> Path:
+        """Where the nightly writes releases unless told otherwise: `<db dir>/<db name>-releases`."""
+        return self.db_path.parent / f"{self.db_key}-releases"
 
 
 def settings(db: str | Path | None = None) -> Settings:

@@ -1,11 +1,14 @@
 """The DuckDB warehouse: connection, numbered migrations, staging writes, curated exports."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -72,8 +75,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def connect(db_path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse; a writable connection is migrated to the latest schema first."""
+def connect(db_path: str | Path, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; a writable connection is migrated to the latest schema first.
+
+    `config`: DuckDB settings applied as the database opens (open_for_query's sandbox)."""
     db_path = Path(db_path)
     if read_only and not db_path.exists():
         raise FileNotFoundError(f"no warehouse at {db_path}; run an ingest first or pass --db")
@@ -81,7 +86,7 @@ def connect(db_path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConn
         db_path.parent.mkdir(parents=True, exist_ok=True)
     with _CONNECT_LOCK:
         try:
-            con = duckdb.connect(str(db_path), read_only=read_only)
+            con = duckdb.connect(str(db_path), read_only=read_only, config=config or {})
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise WarehouseBusy(f"{db_path} is held by another caseforge process: {exc}") from exc
@@ -146,8 +151,33 @@ def curated_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in run_sql(con, "ops/curated_base_tables.sql").fetchall()]
 
 
+# The ops tables the mirror carries besides curated, so `caseforge status` and `quality` (and queries on
+# them) answer while a run holds the file. The archive, the LLM cache and the bookkeeping of single
+# stages stay out: they are large or only the pipeline reads them.
+MIRRORED_OPS_TABLES = ("runs", "nightly_stages", "quality_results", "quarantine", "input_fingerprints")
+MIRROR_MANIFEST = "MIRROR.json"
+
+# The ad-hoc query connection (open_for_query): the warehouse and its own mirror, nothing else. DuckDB's
+# own settings do it, then lock_configuration so no statement can set them back (measured on 1.5.5:
+# COPY TO, EXPORT, ATTACH, read_text/read_csv/glob, INSTALL/LOAD and SET/RESET are all refused).
+QUERY_SANDBOX = {
+    "enable_external_access": False,        # no file or URL but the database itself; no ATTACH, no COPY TO
+    "autoinstall_known_extensions": False,  # no download of an extension a query names
+    "autoload_known_extensions": False,
+}
+
+
+def _mirror_one(con: duckdb.DuckDBPyConnection, table: str, final: Path) -> None:
+    # unique per writer: sources of one nightly run in parallel threads and each mirrors at its end
+    tmp = final.parent / f".{final.stem}.{os.getpid()}.{threading.get_ident()}.parquet.tmp"
+    run_sql(con, "ops/mirror_table_to_parquet.sql", {"path": tmp.as_posix()}, identifiers={"table": table})
+    tmp.replace(final)
+
+
 def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
-    """Mirror every curated table (and nothing else) to Parquet, atomically per file."""
+    """Mirror every curated table (and nothing else of curated) to Parquet, atomically per file, plus the
+    ops tables in MIRRORED_OPS_TABLES under `ops/`, and a manifest naming the database it was written from
+    and when (open_for_query reads only a mirror of its own database). Returns the curated files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     tables = curated_tables(con)
@@ -157,28 +187,104 @@ def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> lis
             stale.unlink(missing_ok=True)
     for table in tables:
         final = out_dir / f"{table}.parquet"
-        # unique per writer: sources of one nightly run in parallel threads and each mirrors at its end
-        tmp = out_dir / f".{table}.{os.getpid()}.{threading.get_ident()}.parquet.tmp"
-        run_sql(con, "ops/mirror_table_to_parquet.sql", {"path": tmp.as_posix()}, identifiers={"table": table})
-        tmp.replace(final)
+        _mirror_one(con, f"curated.{table}", final)
         written.append(final)
+    (out_dir / "ops").mkdir(exist_ok=True)
+    mirrored = [f"curated.{t}" for t in tables]
+    for table in MIRRORED_OPS_TABLES:
+        if table_exists(con, f"ops.{table}"):
+            _mirror_one(con, f"ops.{table}", out_dir / "ops" / f"{table}.parquet")
+            mirrored.append(f"ops.{table}")
+    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
+    manifest = {"database": str(Path(database).resolve()) if database else None,
+                "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "tables": mirrored}
+    tmp = out_dir / f".{MIRROR_MANIFEST}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(out_dir / MIRROR_MANIFEST)
     return written
 
 
+@dataclass(frozen=True)
+class Mirror:
+    """A Parquet mirror that belongs to the warehouse being queried."""
+
+    folder: Path
+    written_at: datetime
+    files: dict[str, Path]          # schema.table -> file
+
+    def age(self, now: datetime | None = None) -> str:
+        seconds = max(0, int(((now or datetime.now(timezone.utc)) - self.written_at).total_seconds()))
+        if seconds < 120:
+            return f"{seconds} s"
+        if seconds < 2 * 3600:
+            return f"{seconds // 60} min"
+        if seconds < 2 * 86400:
+            return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+        return f"{seconds // 86400} days"
+
+    def note(self, db_path: Path) -> str:
+        return (f"note: {db_path} is held by another process (a run is writing it); answering from its Parquet "
+                f"mirror {self.folder}, written {self.written_at:%Y-%m-%d %H:%M:%S} UTC ({self.age()} ago), "
+                f"which has curated.* and {', '.join(t for t in self.files if not t.startswith('curated.'))}")
+
+
+def find_mirror(db_path: Path, parquet_dir: Path) -> Mirror:
+    """The mirror of `db_path` in `parquet_dir`; WarehouseBusy-worthy reason (ValueError) when there is none,
+    when it was written from another database, or when it predates the manifest."""
+    manifest_path = parquet_dir / MIRROR_MANIFEST
+    if not manifest_path.exists():
+        raise ValueError(f"no Parquet mirror of it at {parquet_dir}" if not any(parquet_dir.glob("*.parquet"))
+                         else f"{parquet_dir} has no {MIRROR_MANIFEST} saying which database it mirrors")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    own = str(Path(db_path).resolve())
+    if manifest.get("database") != own:
+        raise ValueError(f"the Parquet mirror at {parquet_dir} belongs to {manifest.get('database')}, not {own}")
+    files = {}
+    for name in manifest.get("tables", []):
+        schema, _, table = name.partition(".")
+        path = parquet_dir / f"{table}.parquet" if schema == "curated" else parquet_dir / schema / f"{table}.parquet"
+        if _IDENTIFIER.match(name) and schema in ("curated", "ops") and path.exists():
+            files[name] = path
+    return Mirror(parquet_dir, datetime.fromisoformat(manifest["written_at"]), files)
+
+
+def open_mirror(mirror: Mirror) -> duckdb.DuckDBPyConnection:
+    """An in-memory database whose curated.* and ops.* views read the mirror, sandboxed like the file.
+
+    The files are handed to DuckDB as Arrow datasets, so DuckDB itself opens no path at all: allowing
+    the mirror's folder or files instead (allowed_directories / allowed_paths) would also let a query
+    write there (measured on 1.5.5: COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false)
+    overwrites it)."""
+    import pyarrow.dataset as ds
+
+    con = duckdb.connect(":memory:", config=QUERY_SANDBOX)
+    for schema in sorted({name.partition(".")[0] for name in mirror.files} | {"curated"}):
+        con.execute(f"CREATE SCHEMA {schema}")      # inline by rule (docs/sql.md): the reader's own schemas
+    for name, path in sorted(mirror.files.items()):
+        hidden = "_mirror_" + name.replace(".", "_")
+        con.register(hidden, ds.dataset(str(path), format="parquet"))
+        # inline by rule (docs/sql.md): a view over the registered dataset; `name` is a checked identifier
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM {hidden}")
+    con.execute("SET lock_configuration = true")   # inline by rule (docs/sql.md): a connection setting
+    return con
+
+
 def open_for_query(db_path: Path, parquet_dir: Path) -> tuple[duckdb.DuckDBPyConnection, str]:
-    """A read-only connection for ad-hoc SQL; falls back to the Parquet mirror while a run holds the file."""
+    """The connection for ad-hoc SQL (`caseforge sql`, `quality`, `status`): read-only on the warehouse,
+    or, while a run holds the file, an in-memory reader over this warehouse's own Parquet mirror (a note
+    on stderr says so and how old it is). Either way sandboxed (QUERY_SANDBOX, locked): nothing outside
+    the warehouse and its mirror can be read or written, nothing attached, installed or loaded.
+    Returns the connection and "warehouse" or "parquet"."""
     try:
-        return connect(db_path, read_only=True), "warehouse"
-    except WarehouseBusy:
-        files = sorted(parquet_dir.glob("*.parquet"))
-        if not files:
-            raise
-        # inline by rule (docs/sql.md): DuckDB cannot prepare CREATE VIEW, so the path is written in
-        con = duckdb.connect(":memory:")
-        con.execute("CREATE SCHEMA curated")
-        for path in files:
-            con.execute(f"CREATE VIEW curated.{path.stem} AS SELECT * FROM read_parquet('{path.as_posix()}')")
-        print(f"note: {db_path} is busy; reading the Parquet mirror in {parquet_dir}", file=sys.stderr)
+        return connect(db_path, read_only=True, config={**QUERY_SANDBOX, "lock_configuration": True}), "warehouse"
+    except WarehouseBusy as busy:
+        try:
+            mirror = find_mirror(Path(db_path), Path(parquet_dir))
+        except ValueError as reason:
+            raise WarehouseBusy(f"{busy}; {reason}") from busy
+        con = open_mirror(mirror)
+        print(mirror.note(Path(db_path)), file=sys.stderr)
         return con, "parquet"
 
 

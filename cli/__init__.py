@@ -6,10 +6,11 @@ import argparse
 import logging
 import os
 import sys
+import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
-from caseforge.cli import audit, build, evaluate, export, ingest, llm, run, sql, status
-from caseforge.cli.common import CommandFailed
+from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, sql, status
+from caseforge.cli.common import CommandFailed, one_line, terminal_tracebacks
 
 __all__ = ["build_parser", "main"]
 
@@ -19,10 +20,25 @@ VERBS = (ingest, build, evaluate, audit, export, run, sql, status, llm)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caseforge", description="Legal benchmark datasets from court sources.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the Python traceback of an error (and Prefect's) besides its one-line reason")
     sub = parser.add_subparsers(dest="command", required=True)
     for verb in VERBS:
         verb.register(sub)
+    for leaf in _leaf_parsers(parser):      # `--debug` after the subcommand too (`caseforge sql "..." --debug`)
+        leaf.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subparsers:
+        return [parser]
+    leaves = []
+    for action in subparsers:
+        for child in dict.fromkeys(action.choices.values()):      # aliases share a parser
+            leaves += _leaf_parsers(child)
+    return leaves
 
 
 class _CurrentStderrHandler(logging.StreamHandler):
@@ -50,14 +66,23 @@ def main(argv: list[str] | None = None) -> int:
     retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
     if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
         os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
+    common.SHOW_TRACEBACKS = args.debug
+    terminal_tracebacks(args.debug)
     try:
         return args.handler(args) or 0
     except CommandFailed as exc:
+        if args.debug and (exc.__cause__ or exc.__context__):
+            traceback.print_exception(exc, file=sys.stderr)
         for reason in exc.reasons:
             print(f"caseforge: {reason}", file=sys.stderr)
-        return 1
-    except (FileNotFoundError, ValueError, RuntimeError) as exc:
-        print(f"caseforge: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except KeyboardInterrupt:
+        print("caseforge: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
+        if args.debug:
+            traceback.print_exc(file=sys.stderr)
+        print(f"caseforge: {one_line(exc)}", file=sys.stderr)
         return 2
     finally:                                    # main() also runs in-process (tests, notebooks): leave no trace
         if retry_before is None:

@@ -7,13 +7,23 @@ import datetime as dt
 import decimal
 import inspect
 import json
+import logging
 import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments", "jsonable", "print_rows", "run_flow"]
+__all__ = ["CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "before_flows",
+           "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
+SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
+
+
+class CommandError(CommandFailed):
+    """The command could not do what was asked (a bad query, an unwritable folder): exit status 2, like
+    any other error, where a run that failed or quarantined data exits 1."""
+
+    exit_code = 2
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -26,10 +36,71 @@ def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
                              "(default: the settings' [llm] retry_failed)")
 
 
+def one_line(exc: BaseException) -> str:
+    """An error's reason as one line: DuckDB's message without the echoed query, an OS error with its path."""
+    import duckdb
+
+    if isinstance(exc, duckdb.Error):
+        paragraph = str(exc).strip().split("\n\n")[0]
+        return " ".join(line.strip() for line in paragraph.splitlines() if line.strip())
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _WithoutTraceback(logging.Formatter):
+    """A terminal handler's formatter minus the traceback: the record itself is left whole, so Prefect's
+    API handler (the run log in the UI) still gets it."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info:
+            record = logging.makeLogRecord(record.__dict__)
+            record.exc_info = record.exc_text = record.stack_info = None
+        return self.inner.format(record)
+
+
+def terminal_tracebacks(show: bool) -> None:
+    """Show or hide tracebacks in what logging (Prefect's console handler among it) prints on the terminal.
+
+    Prefect logs a failing task or flow with its whole traceback (tens of lines) before the command's
+    one-line reason; without --debug the terminal gets the log line alone."""
+    loggers = [logging.getLogger()] + [logger for logger in list(logging.root.manager.loggerDict.values())
+                                       if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            module = type(handler).__module__
+            if not isinstance(handler, logging.StreamHandler) or not module.startswith(("prefect", "logging",
+                                                                                          "caseforge")):
+                continue                      # files, the API handler, pytest's capture: untouched
+            current = handler.formatter
+            if show and isinstance(current, _WithoutTraceback):
+                handler.setFormatter(current.inner)
+            elif not show and not isinstance(current, _WithoutTraceback):
+                handler.setFormatter(_WithoutTraceback(current or logging.Formatter()))
+
+
 def flow_arguments(flow, args: argparse.Namespace) -> dict:
     """The flow's parameters that the command line sets (options are named after the parameters)."""
     names = inspect.signature(flow.fn).parameters
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def before_flows() -> None:
+    """What a command does before it runs a flow: Prefect's terminal output without tracebacks (unless
+    --debug; Prefect's run log keeps them), and its temporary server tied to this process's life."""
+    import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
+
+    from caseforge.flows.common import guard_ephemeral_server
+
+    terminal_tracebacks(SHOW_TRACEBACKS)
+    guard_ephemeral_server()
 
 
 def run_flow(flow, **kwargs) -> dict:
@@ -37,6 +108,7 @@ def run_flow(flow, **kwargs) -> dict:
     when it failed, quarantined data or crashed."""
     from caseforge.flows.common import FlowCrashed, report_of
 
+    before_flows()
     state = flow(**kwargs, return_state=True)
     sys.stdout.flush()
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from caseforge.cli.common import add_db_option
+from caseforge.cli.common import CommandError, add_db_option
 from caseforge.flows import registry
 
 
@@ -24,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
     from caseforge.warehouse import open_warehouse
 
     with open_warehouse(load_settings(args.db).db_path, read_only=True) as con:
-        release = registry.RELEASES[args.dataset].write(con, Path(args.out))
+        try:
+            release = registry.RELEASES[args.dataset].write(con, Path(args.out))
+        except OSError as exc:
+            raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
+                                 f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc
     print(f"{args.dataset} release written to {release.path} ({len(release.files)} files)")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option
+from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option, before_flows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,8 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly = flows.add_parser("nightly", help="every source, then the builders and releases whose inputs changed")
     nightly.add_argument("--from-samples", action="store_true",
                          help="replay every source from its folder under CASEFORGE_SAMPLES instead of the network")
-    nightly.add_argument("--samples", help="samples folder (default: $CASEFORGE_SAMPLES or ../shared/samples)")
-    nightly.add_argument("--release-dir", help="where releases are written (default: next to the DB, releases/)")
+    nightly.add_argument("--samples", help="samples folder (default: $CASEFORGE_SAMPLES or ../shared/samples); "
+                                                "with --from-samples it must exist")
+    nightly.add_argument("--release-dir", help="where releases are written (default: <db dir>/<db name>-releases/)")
     nightly.add_argument("--sources", help="comma-separated subset of the sources (default: all)")
     nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
     add_db_option(nightly)
@@ -27,6 +28,7 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     from caseforge.flows.nightly import nightly_refresh
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    before_flows()
     state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
                             release_dir=args.release_dir, sources=sources, force=args.force, return_state=True)
     sys.stdout.flush()

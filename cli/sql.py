@@ -1,15 +1,18 @@
-"""`caseforge sql`: read-only ad-hoc SQL on the warehouse (or its Parquet mirror while a run holds it)."""
+"""`caseforge sql`: read-only ad-hoc SQL on the warehouse (or its Parquet mirror while a run holds it),
+one statement per call, on caseforge.warehouse.open_for_query's sandboxed connection."""
 from __future__ import annotations
 
 import argparse
 
-from caseforge.cli.common import add_db_option, print_rows
+import duckdb
+
+from caseforge.cli.common import CommandError, add_db_option, one_line, print_rows
 from caseforge.config import settings as load_settings
-from caseforge.warehouse import open_for_query
+from caseforge.warehouse import MIRRORED_OPS_TABLES, open_for_query
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sql = sub.add_parser("sql", help="run read-only SQL against the warehouse")
+    sql = sub.add_parser("sql", help="run one read-only SQL statement against the warehouse")
     sql.add_argument("query", help='e.g. "SELECT name, decided_date FROM curated.scotus_cases LIMIT 5"')
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
     add_db_option(sql)
@@ -18,9 +21,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_sql_command(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
-    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
+    con, mode = open_for_query(settings.db_path, settings.parquet_dir)
     try:
-        cursor = con.execute(args.query)
+        # DuckDB's own parser counts the statements: several in one call run none (which result would
+        # be shown, and which of the others ran, is not something a reader should have to guess)
+        statements = con.extract_statements(args.query)
+        if not statements:
+            raise CommandError(["empty query: give one SQL statement, e.g. "
+                                 "\"SELECT name FROM curated.scotus_cases LIMIT 5\""])
+        if len(statements) > 1:
+            raise CommandError([f"{len(statements)} statements in one call, none run: `caseforge sql` runs "
+                                 "one statement per call, so the result shown is never in doubt"])
+        try:
+            cursor = con.execute(args.query)
+        except duckdb.CatalogException as exc:
+            if mode != "parquet":
+                raise
+            ops = ", ".join(f"ops.{t}" for t in MIRRORED_OPS_TABLES)
+            raise CommandError([f"{one_line(exc)} (not in the Parquet mirror, which answers while a run holds "
+                                 f"{settings.db_path}: it has curated.* and {ops}; ask again when the run is "
+                                 "over)"]) from exc
         if cursor.description is None:
             return 0
         columns = [d[0] for d in cursor.description]

@@ -5,9 +5,12 @@ import argparse
 import json
 import sys
 
+import duckdb
+
 from caseforge.cli.common import add_db_option, jsonable, print_rows
 from caseforge.config import settings as load_settings
-from caseforge.warehouse import open_for_query, open_warehouse, run_sql, sql_text
+from caseforge.runs import interrupted_runs, mark_interrupted_runs
+from caseforge.warehouse import WarehouseBusy, connect, open_for_query, run_sql, sql_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,23 +32,49 @@ def _rows(cursor) -> list[dict]:
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
+OWNER = ("pid", "host", "process_start")
+
+
 def status_data(con, limit: int) -> dict:
+    """The latest runs (a `running` run whose process is gone shows as `interrupted`, listed in
+    `interrupted_now`) and the stages of the last nightly among them."""
     runs = _rows(run_sql(con, "ops/recent_runs.sql", [limit]))
+    gone = interrupted_runs([(r["run_id"], *(r[k] for k in OWNER)) for r in runs if r["status"] == "running"])
     for run in runs:
         run["counts"] = json.loads(run["counts"]) if run["counts"] else {}
+        if run["run_id"] in gone:
+            run["status"], run["message"] = "interrupted", f"interrupted: {gone[run['run_id']]}"
     last_nightly = next((r for r in runs if r["kind"] == "nightly"), None)
     stages = []
     if last_nightly:
         stages = _rows(run_sql(con, "ops/nightly_stages.sql", [last_nightly["run_id"]]))
         for stage in stages:
             stage["counts"] = json.loads(stage["counts"]) if stage["counts"] else {}
-    return {"runs": runs, "last_nightly_stages": stages}
+    return {"runs": runs, "last_nightly_stages": stages, "interrupted_now": sorted(gone)}
+
+
+def _record_interrupted(db_path) -> None:
+    """Write down what status found: runs whose process is gone become `interrupted` in ops.runs too.
+    Best effort: when a run holds the file (or it cannot be written) the next run's start does it."""
+    try:
+        con = connect(db_path)
+    except (WarehouseBusy, duckdb.Error, OSError):
+        return
+    try:
+        mark_interrupted_runs(con)
+    finally:
+        con.close()
 
 
 def run_status(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
-    with open_warehouse(settings.db_path, read_only=True) as con:
+    con, mode = open_for_query(settings.db_path, settings.parquet_dir)
+    try:
         data = status_data(con, args.limit)
+    finally:
+        con.close()
+    if mode == "warehouse" and data["interrupted_now"]:
+        _record_interrupted(settings.db_path)
     if args.format == "json":
         json.dump(data, sys.stdout, default=jsonable, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -4,6 +4,9 @@ returns, and reading that state back."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
@@ -69,3 +72,85 @@ def report_of(state) -> dict:
     if not isinstance(data, dict):
         raise FlowCrashed(f"flow ended {state.type.value.lower()} without a report: {state.message or data!r}")
     return data
+
+
+# --- Prefect's temporary server dies with the process that started it ---
+
+# Run as `python -c WATCHDOG PIPE PIDFD PID`: waits until either the server ends (its pidfd turns readable)
+# or the caseforge process is gone (the pipe's only write end, held by that process, is closed by the
+# kernel however the process ended, SIGKILL included); then stops the server (SIGTERM, SIGKILL after 10 s).
+# Standard library only, so it costs a bare interpreter, not caseforge's imports.
+WATCHDOG = """
+import os, select, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C and a closed terminal end caseforge, not this
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+pipe, pidfd, pid = map(int, sys.argv[1:4])
+
+def server_ended(timeout):
+    if pidfd >= 0:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    time.sleep(timeout)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+while True:
+    ready = select.select([pipe] + ([pidfd] if pidfd >= 0 else []), [], [], None if pidfd >= 0 else 1.0)[0]
+    if pidfd in ready or (pidfd < 0 and server_ended(0)):
+        sys.exit(0)
+    if pipe in ready:
+        break
+
+def send(sig):
+    try:
+        signal.pidfd_send_signal(pidfd, sig) if pidfd >= 0 else os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+send(signal.SIGTERM)
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    if server_ended(0.2):
+        sys.exit(0)
+send(signal.SIGKILL)
+"""
+
+_GUARDED: dict[int, int] = {}      # server pid -> the write end of its watchdog's pipe (kept open until exit)
+
+
+def guard_ephemeral_server() -> None:
+    """Start Prefect's temporary local server now, as the first flow run would, and make sure it does not
+    outlive this process.
+
+    Prefect 3.8.8 (prefect.server.api.server.SubprocessASGIServer) starts it as a child `uvicorn`
+    process and stops it from an atexit hook, which never runs when the process is killed: each killed
+    command left a server (about 200 MB) behind. A small watchdog process holds the read end of a pipe
+    whose only write end this process holds; when this process ends, however it ends, the kernel closes
+    that end and the watchdog stops the server. With PREFECT_API_URL set there is no temporary server and
+    nothing to do."""
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        return
+    server = SubprocessASGIServer()
+    server.start()
+    process = server.server_process
+    if process is None or process.pid in _GUARDED or process.poll() is not None:
+        return
+    read_end, write_end = os.pipe()         # neither end is inherited by other children
+    try:
+        pidfd = os.pidfd_open(process.pid) if hasattr(os, "pidfd_open") else -1
+    except OSError:
+        pidfd = -1                          # kernel before 5.3: the watchdog polls the pid instead
+    try:
+        subprocess.Popen([sys.executable, "-c", WATCHDOG, str(read_end), str(pidfd), str(process.pid)],
+                         pass_fds=[fd for fd in (read_end, pidfd) if fd >= 0], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        os.close(read_end)
+        if pidfd >= 0:
+            os.close(pidfd)
+    _GUARDED[process.pid] = write_end

@@ -227,7 +227,9 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                    else evaluations)
     releases = registry.RELEASES if releases is None else releases
     samples_dir = Path(options.samples_dir or settings.samples_dir)
-    release_dir = Path(options.release_dir or settings.db_path.parent / "releases")
+    if options.from_samples and not samples_dir.is_dir():
+        raise FileNotFoundError(f"samples folder {samples_dir} does not exist (set CASEFORGE_SAMPLES or --samples)")
+    release_dir = Path(options.release_dir or settings.release_dir)
     names = options.sources if options.sources is not None else sorted(sources)
     unknown = sorted(set(names) - set(sources))
     if unknown:
@@ -261,7 +263,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                                    lambda release=release, folder=folder: release.write(con, folder), run_id, force))
         for outcome in outcomes:
             _record(con, run_id, outcome)
-        result = NightlyResult(run_id, outcomes, settings.db_path.parent / "runs" / f"nightly-{run_id}")
+        result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
         write_run_dir(con, result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
         finish_run(con, run_id, report)

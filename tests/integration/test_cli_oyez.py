@@ -35,7 +35,7 @@ def test_ingest_then_sql_and_quality(samples_dir, tmp_path):
     quality = caseforge("quality", "--format", "csv", "--db", str(db))
     assert quality.returncode == 0
     assert "scotus_cases" in quality.stdout and "scotus_legacy" in quality.stdout
-    assert Path(db.parent / "parquet" / "scotus_cases.parquet").exists()
+    assert Path(db.parent / "cf-parquet" / "scotus_cases.parquet").exists()     # the mirror keyed to cf.duckdb
 
 
 def test_quarantine_gives_nonzero_exit_with_one_line_reasons(tmp_path):

@@ -12,7 +12,7 @@ from caseforge.cli import build_parser
 from caseforge.flows import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI_ONLY = {"db", "handler", "format", "command", "source", "dataset", "evaluation", "verbose", "guides",
+CLI_ONLY = {"db", "handler", "format", "command", "source", "dataset", "evaluation", "verbose", "debug", "guides",
             "retry_failed"}
 ENTRIES = [("ingest", registry.SOURCES), ("build", registry.BUILDERS), ("eval", registry.EVALUATIONS)]
 
