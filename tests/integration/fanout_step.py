@@ -29,12 +29,14 @@ CLAIMS_PER_CASE = 3
 
 
 def claims_for(cases: pd.DataFrame) -> pd.DataFrame:
+    """Three claims per case, each text unique (the test tells requests apart by it), that name no party and
+    no date (the build drops those before this step)."""
     rows = []
     for case in cases.to_dict("records"):
-        name = case["name"]
-        texts = [f"{name} was decided by a vote of {case.get('majority_vote')} to {case.get('minority_vote')}.",
-                 f"In {name}, the Court sided with {case.get('winning_party') or case.get('first_party')}.",
-                 f"{name} was a dispute between {case.get('first_party')} and {case.get('second_party')}."]
+        tag = f"c{case['case_id']}"
+        texts = [f"A majority of {case.get('majority_vote')} justices agreed on how dispute {tag} should end.",
+                 f"The dissenting side of the bench in dispute {tag} had {case.get('minority_vote')} justices.",
+                 f"In dispute {tag} the justices were asked whether a lower ruling should stand."]
         for number, text in enumerate(texts[:CLAIMS_PER_CASE]):
             rows.append({"claim_id": f"{case['case_id']}-{number}", "case_id": case["case_id"], "claim": text})
     return pd.DataFrame(rows)
