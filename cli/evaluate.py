@@ -36,8 +36,14 @@ def casefacts_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", required=True, choices=(*RETRIEVERS, "closed-book", "retrieve-verify", "case"))
     parser.add_argument("--retriever", default="bm25", choices=RETRIEVERS,
                         help="retriever used by retrieve-verify and case (default bm25)")
-    parser.add_argument("--missing-gold", dest="missing_gold", choices=("skip", "miss"), default="skip",
-                        help="claims whose gold case is not in the corpus: skip them (default) or count as misses")
+    parser.add_argument("--gold-rule", dest="gold_rule", choices=("paper", "caseforge"), default="paper",
+                        help="which names are gold: 'paper' (default; the authors' code: the claim's case_name only, "
+                             "names missing from the corpus dropped) or 'caseforge' (case_name plus every "
+                             "overruling_case); the rule used is printed with the results")
+    parser.add_argument("--missing-gold", dest="missing_gold", choices=("skip", "miss", "drop"),
+                        help="gold names not in the corpus: skip the claim, count them as misses (every claim "
+                             "scored), or drop them (a claim with none left is skipped); default: the gold "
+                             "rule's own (paper: drop, caseforge: skip)")
     parser.add_argument("--max-rounds", dest="max_rounds", type=int, default=2,
                         help="case: query-rewrite rounds per advocate")
     parser.add_argument("--seed", type=int, default=0, help="case: jury sampling seed")
@@ -134,16 +140,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         one.set_defaults(handler=run)
 
 
-def print_metrics(metrics: dict, notes: dict, fmt: str) -> None:
+# notes that say how a whole CaseFacts result was made, printed as a header above its numbers
+HEADER_NOTES = {"casefacts": (("n", "gold rule"), ("corpus_docs", "corpus"), ("recall@1", "fusion"))}
+
+
+def print_metrics(metrics: dict, notes: dict, fmt: str, evaluation: str | None = None) -> None:
     if fmt == "json":
         print(json.dumps(metrics, indent=1, sort_keys=True))
         return
+    headers = HEADER_NOTES.get(evaluation, ())
+    for name, label in headers:
+        if name in notes:
+            print(f"{label}: {notes[name]}")
+    shown = {name for name, _ in headers}
     for name in KEY_METRICS:
         if name in metrics:
             value = metrics[name]
             text = ("n/a" if value is None else f"{value:.4f}" if isinstance(value, float) and not value.is_integer()
                     else f"{value:g}")
-            print(f"{name:>24}  {text}" + (f"  ({notes[name]})" if name in notes else ""))
+            note = notes.get(name) if name not in shown else None
+            print(f"{name:>24}  {text}" + (f"  ({note})" if note else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,5 +187,5 @@ def run(args: argparse.Namespace) -> int:
             metrics, notes = evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id)
         finally:
             con.close()
-        print_metrics(metrics, notes, getattr(args, "format", "text"))
+        print_metrics(metrics, notes, getattr(args, "format", "text"), args.evaluation)
     return finish(report)

@@ -54,12 +54,16 @@ def test_gold_outside_the_corpus_is_skipped_or_counted_as_missed():
     skipped = [p for p in prepared if p.skip_reason]
     assert [p.claim.item_id for p in skipped] == ["claim-00003"]
     assert "Marbury v. Madison" in skipped[0].skip_reason
-    # overruled claim: the overruling case joins the gold evidence
-    assert prepared[2].gold.cases == [frozenset({"103"}), frozenset({"104"})]
+    # the paper's rule (default): the overruled claim's gold is its own case only
+    assert prepared[2].gold.cases == [frozenset({"103"})]
     claims, _ = load_claims(CLAIMS)
-    as_miss = casefacts_eval.prepare(claims, names, set(corpus.ids), missing_gold="miss")
-    assert all(p.skip_reason is None for p in as_miss[:3])
-    assert as_miss[3].skip_reason is not None    # no gold case at all in the corpus: cannot be scored
+    # caseforge's rule: the overruling case joins the gold evidence
+    ours = casefacts_eval.prepare(claims, names, set(corpus.ids), gold_rule="caseforge")
+    assert ours[2].gold.cases == [frozenset({"103"}), frozenset({"104"})]
+    as_miss = casefacts_eval.prepare(claims, names, set(corpus.ids), missing_gold="miss", gold_rule="caseforge")
+    # every claim is scored; one with no gold case in the corpus at all scores as a miss
+    assert all(p.skip_reason is None for p in as_miss)
+    assert casefacts_eval.score_claim(as_miss[3], ["101", "102"])["recall@10"] == 0.0
 
 
 def test_retrieval_only_scores(tmp_path):
@@ -124,3 +128,28 @@ def test_cli_eval_casefacts_bm25_json(tmp_path):
     assert len(list((tmp_path / "out").glob("*.metrics.json"))) == 1
     con = connect(db)
     assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone()[0] == 5
+
+
+def test_cli_prints_the_gold_rule_and_the_corpus_composition_with_every_result(tmp_path, capsys):
+    from caseforge.cli import main
+
+    db = tmp_path / "w.duckdb"
+    con = connect(db)
+    # two API cases with all three summaries, one with facts only, the rest legacy facts-only rows
+    con.execute("INSERT INTO curated.scotus_cases (case_id, name, facts, question, conclusion, raw_sha256, updated_at) "
+                "VALUES (101, 'Riley v. California', ?, 'Does a phone search need a warrant?', 'Yes.', 'x', now()), "
+                "(102, 'Obergefell v. Hodges', ?, 'Must states license such marriages?', 'Yes.', 'x', now()), "
+                "(103, 'Plessy v. Ferguson', ?, NULL, NULL, 'x', now())", [t for _, _, t in CASES[:3]])
+    con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
+                    [(int(cid), name, text) for cid, name, text in CASES[3:]])
+    con.close()
+    args = ["eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25", "--k", "3", "--db", str(db),
+            "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")]
+    main(args)
+    out = capsys.readouterr().out
+    assert "gold rule: paper: the claim's case_name only" in out
+    assert "corpus: 5 documents: 2 facts+question+conclusion, 1 api_partial, 2 facts_only" in out
+    main(args + ["--gold-rule", "caseforge", "--missing-gold", "miss"])
+    out = capsys.readouterr().out
+    assert "gold rule: caseforge: the claim's case_name plus every overruling_case" in out
+    assert "count as not found" in out

@@ -17,7 +17,7 @@ from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.casefacts.eval import retrieval
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex
-from caseforge.tasks.casefacts.eval.claims import file_sha, load_claims
+from caseforge.tasks.casefacts.eval.claims import DEFAULT_GOLD_RULE, file_sha, load_claims
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class Options:
     claims: str
     system: str
     k: int = 10
-    missing_gold: str = "skip"
+    missing_gold: str | None = None           # None: the gold rule's own policy (claims.GOLD_RULES)
     limit: int | None = None
     index_dir: str | None = None
     mu: float = 2000.0
@@ -46,11 +46,13 @@ class Options:
     max_rounds: int = 2
     seed: int = 0
     out_dir: str | None = None
+    gold_rule: str = DEFAULT_GOLD_RULE
 
     def params(self) -> dict:
         """What identifies the run besides the system and the claims (see evalstore.eval_run_id)."""
-        params = {"k": self.k, "missing_gold": self.missing_gold, "limit": self.limit,
-                  "fuzzy_threshold": self.fuzzy_threshold}
+        params = {"k": self.k, "gold_rule": self.gold_rule,
+                  "missing_gold": retrieval.missing_gold_policy(self.gold_rule, self.missing_gold),
+                  "limit": self.limit, "fuzzy_threshold": self.fuzzy_threshold}
         if self.system == "qlm" or self.retriever == "qlm":
             params["mu"] = self.mu
         if self.system == "hybrid" or self.retriever == "hybrid":
@@ -72,7 +74,7 @@ def prepare_step(session: RunSession, options: Options):
         session.report.fail(f"{item_id}: {reason}")
     corpus = scotus_corpus(session.con)
     names = CaseNameIndex(scotus_case_names(session.con), threshold=options.fuzzy_threshold)
-    prepared = retrieval.prepare(claims, names, set(corpus.ids), options.missing_gold)
+    prepared = retrieval.prepare(claims, names, set(corpus.ids), options.missing_gold, options.gold_rule)
     session.report.add("claims", len(claims))
     session.report.add("claims_invalid", len(problems))
     session.report.add("skipped_gold_missing", sum(1 for p in prepared if p.skip_reason))
@@ -93,6 +95,22 @@ def answer_step(session: RunSession, options: Options, corpus, names, prepared):
                                   llm=options.llm, model=options.model, replay_file=options.replay_file,
                                   retriever=options.retriever, k=options.k, max_rounds=options.max_rounds,
                                   seed=options.seed)
+
+
+def composition_metrics(corpus) -> dict[str, float]:
+    """The corpus's size and composition as metrics (`corpus_docs`, `corpus_docs/<kind>`), stored with every run."""
+    metrics = {"corpus_docs": float(len(corpus))}
+    metrics.update({f"corpus_docs/{kind}": float(count) for kind, count in corpus.composition.items()})
+    return metrics
+
+
+def describe_composition(corpus) -> str:
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(corpus.composition.items(),
+                                                                     key=lambda kv: COMPOSITION_ORDER.get(kv[0], 9)))
+    return f"{len(corpus)} documents" + (f": {kinds}" if kinds else "")
+
+
+COMPOSITION_ORDER = {"facts+question+conclusion": 0, "api_partial": 1, "facts_only": 2}
 
 
 @dataclass(frozen=True)
@@ -118,13 +136,16 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         corpus, names, prepared, invalid = steps.prepare(session, options)
         items = invalid + steps.answer(session, options, corpus, names, prepared)
         metrics = retrieval.summarise(items)
+        metrics.update(composition_metrics(corpus))
+        notes = {"n": retrieval.describe_gold_rule(options.gold_rule, options.missing_gold),
+                 "corpus_docs": describe_composition(corpus)}
         session.report.add("scored", int(metrics["n"]))
         session.report.add("failed_items", int(metrics["n_failed"]))
         for item in items:
             if item.status == "failed" and item not in invalid:
                 session.report.fail(f"{item.item_id}: {item.reason}")
         evalstore.save_run(session.con, run_id, TASK, options.system, Path(options.claims).name, sha, params, items,
-                           metrics, started)
+                           metrics, started, notes=notes)
         header = {"task": TASK, "system": options.system, "dataset": Path(options.claims).name, "params": params}
         paths = evalstore.export_run(Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR, run_id, header,
                                      items, metrics)
