@@ -44,10 +44,31 @@ def casefacts_options(parser: argparse.ArgumentParser) -> None:
                         help="gold names not in the corpus: skip the claim, count them as misses (every claim "
                              "scored), or drop them (a claim with none left is skipped); default: the gold "
                              "rule's own (paper: drop, caseforge: skip)")
+    parser.add_argument("--stemmer", choices=("english", "none"), default="english",
+                        help="BM25/QLM tokens: Snowball English stems (default, as BM25 toolkits do) or surface "
+                             "forms ('none')")
+    parser.add_argument("--fusion", choices=("score", "rrf"), default="score",
+                        help="hybrid: min-max score fusion (default, weights 0.4 bm25 / 0.6 dense, chosen on the "
+                             "released train split) or reciprocal rank fusion (--rrf-k, equal weights)")
+    parser.add_argument("--fusion-weights", dest="fusion_weights", type=_weights,
+                        help="hybrid: comma-separated weights of bm25,dense (e.g. 0.4,0.6)")
+    parser.add_argument("--tune-on", dest="tune_on",
+                        help="hybrid: train claims file to choose the fusion on (never the --claims file); the "
+                             "choice and its train numbers are printed")
     parser.add_argument("--max-rounds", dest="max_rounds", type=int, default=2,
                         help="case: query-rewrite rounds per advocate")
     parser.add_argument("--seed", type=int, default=0, help="case: jury sampling seed")
     _retrieval_options(parser, k=10)
+
+
+def _weights(text: str) -> list[float]:
+    try:
+        weights = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"weights must be numbers separated by commas, got {text!r}") from None
+    if any(w < 0 for w in weights) or not any(weights):
+        raise argparse.ArgumentTypeError(f"weights must be non-negative and not all zero, got {text!r}")
+    return weights
 
 
 def case_options(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +162,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # notes that say how a whole CaseFacts result was made, printed as a header above its numbers
-HEADER_NOTES = {"casefacts": (("n", "gold rule"), ("corpus_docs", "corpus"), ("recall@1", "fusion"))}
+HEADER_NOTES = {"casefacts": (("n", "gold rule"), ("corpus_docs", "corpus"), ("recall@1", "retriever"))}
 
 
 def print_metrics(metrics: dict, notes: dict, fmt: str, evaluation: str | None = None) -> None:

@@ -18,11 +18,14 @@ def casefacts_eval(claims: str, system: str, db: str | None = None, k: int = 10,
                    dense_model: str | None = None, fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
                    llm: str | None = None, model: str | None = None, replay_file: str | None = None,
                    retriever: str = "bm25", max_rounds: int = 2, seed: int = 0, out_dir: str | None = None,
-                   gold_rule: str = "paper"):
+                   gold_rule: str = "paper", stemmer: str | None = run.DEFAULT_STEMMER, fusion: str = "score",
+                   fusion_weights: list[float] | None = None, tune_on: str | None = None):
     """Score `system` on the claims file: retrieval recall, Evidence/Verdict metrics, per class; the final
     state's data carries the evaluation run id (results.eval_run_id)."""
     options = run.Options(claims, system, k, missing_gold, limit, index_dir, mu, rrf_k, dense_model, fuzzy_threshold,
-                          llm, model, replay_file, retriever, max_rounds, seed, out_dir, gold_rule=gold_rule)
+                          llm, model, replay_file, retriever, max_rounds, seed, out_dir, gold_rule=gold_rule,
+                          stemmer=None if stemmer in (None, "none") else stemmer, fusion=fusion,
+                          fusion_weights=tuple(fusion_weights) if fusion_weights else None, tune_on=tune_on)
     report = run.evaluate(load_settings(db), options, steps=PREFECT_STEPS)
     publish_report(report, "casefacts-eval", f"CaseFacts eval {system}")
     return final_state(report)

@@ -153,3 +153,53 @@ def test_cli_prints_the_gold_rule_and_the_corpus_composition_with_every_result(t
     out = capsys.readouterr().out
     assert "gold rule: caseforge: the claim's case_name plus every overruling_case" in out
     assert "count as not found" in out
+
+
+def test_casefacts_lexical_retrieval_stems_by_default_and_says_so():
+    from caseforge.tasks.casefacts.eval.run import DEFAULT_STEMMER, Options
+
+    # a BM25 baseline as the usual toolkits run it (Lucene/Pyserini's English analyzer, bm25s with PyStemmer)
+    assert DEFAULT_STEMMER == "english"
+    assert Options("c.json", "bm25").params()["stemmer"] == "english"
+    assert Options("c.json", "bm25", stemmer=None).params()["stemmer"] == "none"
+    assert "stemmer" not in Options("c.json", "dense").params()
+
+
+TRAIN_CLAIMS = [
+    {"claim": "Searching the data on an arrested person's phone needs a warrant.", "case_name": ["Riley v. California"],
+     "overruling_case": None, "label": "Supported"},
+    {"claim": "A state must license a marriage between two men.", "case_name": ["Obergefell v. Hodges"],
+     "overruling_case": None, "label": "Supported"},
+    {"claim": "Public schools may not separate children by race.", "case_name": ["Brown v. Board of Education"],
+     "overruling_case": None, "label": "Supported"},
+]
+
+
+def test_casefacts_hybrid_fusion_is_tuned_on_the_train_claims_only(tmp_path, capsys):
+    from caseforge.cli import main
+    from caseforge.tasks.casefacts.eval.fusion import tune_on_claims
+
+    prepared, corpus, names = _prepared()
+    hybrid = build_retriever("hybrid", corpus, persist=False)
+    # the claims a run reports may not be used to choose its fusion
+    with pytest.raises(ValueError, match="train split only"):
+        tune_on_claims(CLAIMS, names, set(corpus.ids), hybrid.parts, [p.claim.claim for p in prepared], "paper", None)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(TRAIN_CLAIMS))
+    tuned = tune_on_claims(train, names, set(corpus.ids), hybrid.parts, [p.claim.claim for p in prepared],
+                           "paper", None)
+    assert tuned.n_queries == 3 and tuned.fusion.method in ("score", "rrf") and len(tuned.fusion.weights) == 2
+    assert set(tuned.parts_recall) == {"bm25", "dense"}
+    db = tmp_path / "w.duckdb"
+    con = connect(db)
+    con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
+                    [(int(cid), name, text) for cid, name, text in CASES])
+    con.close()
+    main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "hybrid", "--tune-on", str(train), "--db", str(db),
+          "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert "retriever: hybrid of bm25 (" in out and "stemmer english" in out
+    assert "tuned on 3 claims over 45 fusions" in out and "(train.json)" in out
+    main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "hybrid", "--db", str(db),
+          "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
+    assert "fusion: min-max normalised scores, 0.4·bm25 + 0.6·dense" in capsys.readouterr().out

@@ -12,9 +12,11 @@ from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
 from caseforge.config import PROJECT_ROOT, Settings
 from caseforge.retrieval import build_retriever
+from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.tasks.casefacts.eval import fusion as casefacts_fusion
 from caseforge.tasks.casefacts.eval import retrieval
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex
 from caseforge.tasks.casefacts.eval.claims import DEFAULT_GOLD_RULE, file_sha, load_claims
@@ -25,6 +27,12 @@ TASK = "casefacts"
 LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
 SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
 DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "casefacts"
+# BM25 and QLM on Snowball (Porter2) stems by default: the paper does not say how its BM25 tokenised, and a
+# "BM25" baseline row is what the usual toolkits give (Lucene/Pyserini's English analyzer stems; bm25s
+# documents PyStemmer). Measured on the released train split (samples warehouse, paper's gold rule):
+# recall@1/5/10 0.106/0.196/0.240 stemmed vs 0.087/0.163/0.201 on surface forms. `--stemmer none` for those.
+DEFAULT_STEMMER = "english"
+LEXICAL = ("bm25", "qlm", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -47,16 +55,33 @@ class Options:
     seed: int = 0
     out_dir: str | None = None
     gold_rule: str = DEFAULT_GOLD_RULE
+    stemmer: str | None = DEFAULT_STEMMER
+    fusion: str = casefacts_fusion.DEFAULT_FUSION.method
+    fusion_weights: tuple[float, ...] | None = None   # None: DEFAULT_FUSION's for `score`, equal for `rrf`
+    tune_on: str | None = None                          # a train claims file: tune the fusion on it
+
+    def hybrid_fusion(self) -> Fusion:
+        """The fusion used unless --tune-on chooses one."""
+        if self.fusion == "score":
+            weights = tuple(self.fusion_weights) if self.fusion_weights else casefacts_fusion.DEFAULT_FUSION.weights
+        else:
+            weights = tuple(self.fusion_weights or ())
+        return Fusion(self.fusion, weights, self.rrf_k, casefacts_fusion.DEFAULT_FUSION.depth)
 
     def params(self) -> dict:
         """What identifies the run besides the system and the claims (see evalstore.eval_run_id)."""
         params = {"k": self.k, "gold_rule": self.gold_rule,
                   "missing_gold": retrieval.missing_gold_policy(self.gold_rule, self.missing_gold),
                   "limit": self.limit, "fuzzy_threshold": self.fuzzy_threshold}
+        if self.system in LEXICAL or (self.system in ("retrieve-verify", "case") and self.retriever in LEXICAL):
+            params["stemmer"] = self.stemmer or "none"
         if self.system == "qlm" or self.retriever == "qlm":
             params["mu"] = self.mu
-        if self.system == "hybrid" or self.retriever == "hybrid":
-            params["rrf_k"] = self.rrf_k
+        if self.system == "hybrid" or (self.system in ("retrieve-verify", "case") and self.retriever == "hybrid"):
+            if self.tune_on:
+                params["fusion"] = {"tuned_on": Path(self.tune_on).name, "sha": file_sha(Path(self.tune_on))}
+            else:
+                params["fusion"] = self.hybrid_fusion().params()
         if self.system in LLM_SYSTEMS:
             params.update({"llm": self.llm, "model": self.model})
             if self.system != "closed-book":
@@ -84,8 +109,18 @@ def prepare_step(session: RunSession, options: Options):
 
 def answer_step(session: RunSession, options: Options, corpus, names, prepared):
     def retriever_for(kind: str):
-        return build_retriever(kind, corpus, options.index_dir, mu=options.mu, rrf_k=options.rrf_k,
-                               dense_model=options.dense_model)
+        retriever = build_retriever(kind, corpus, options.index_dir, mu=options.mu, rrf_k=options.rrf_k,
+                                    dense_model=options.dense_model, stemmer=options.stemmer,
+                                    fusion=options.hybrid_fusion())
+        description = retriever.describe()
+        if kind == "hybrid" and options.tune_on:
+            tuned = casefacts_fusion.tune_on_claims(Path(options.tune_on), names, set(corpus.ids), retriever.parts,
+                                                    [p.claim.claim for p in prepared], options.gold_rule,
+                                                    options.missing_gold)
+            retriever = HybridRetriever(corpus, retriever.parts, fusion=tuned.fusion)
+            description = f"{retriever.describe()}; {tuned.describe()} ({Path(options.tune_on).name})"
+        session.report.results["retriever"] = description
+        return retriever
 
     if options.system in retrieval.RETRIEVAL_SYSTEMS:
         return retrieval.evaluate_retrieval(prepared, retriever_for(options.system), options.k)
@@ -139,6 +174,8 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         metrics.update(composition_metrics(corpus))
         notes = {"n": retrieval.describe_gold_rule(options.gold_rule, options.missing_gold),
                  "corpus_docs": describe_composition(corpus)}
+        if session.report.results.get("retriever"):
+            notes["recall@1"] = session.report.results["retriever"]
         session.report.add("scored", int(metrics["n"]))
         session.report.add("failed_items", int(metrics["n_failed"]))
         for item in items:
