@@ -2,8 +2,8 @@
 given to the run — never on the claims the run reports.
 
 DEFAULT_FUSION was chosen by caseforge.retrieval.tuning on the released train split (5,794 claims, 5,279
-scored under the paper's gold rule; samples warehouse: 205 cases with facts+question+conclusion, 2,812
-legacy facts-only, 3 partial), parts BM25 on Snowball stems and the packaged all-MiniLM-L6-v2, depth 100:
+scored under the paper's gold rule; samples warehouse of 3,017 cases: 200 with facts+question+conclusion, 2,812
+legacy facts-only, 5 partial), parts BM25 on Snowball stems and the packaged all-MiniLM-L6-v2, depth 100:
 min-max score fusion 0.4·bm25 + 0.6·dense gave recall@1/5/10 0.135/0.279/0.357 there, against BM25
 0.106/0.196/0.240 and dense 0.108/0.247/0.316 (plain RRF k=60: 0.123/0.248/0.320, below dense at 5
 and 10). `--tune-on TRAIN` repeats the choice on another train file (and warehouse).
