@@ -144,7 +144,11 @@ def aquaechr_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm", default="replay", help="LLM backend: replay, openai, llamacpp, vllm")
     parser.add_argument("--model", "--judge-model", dest="model", required=True, help="the judge model")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
-    parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3)
+    parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3,
+                        help="a score at or below this is low quality (default 3)")
+    parser.add_argument("--convention", choices=("paper", "caseforge"), default="paper",
+                        help="positive class of the F1: 'paper' (default) high quality, as the paper counts; "
+                             "'caseforge' low quality. Each F1 is printed next to an always-'high' judge's")
 
 
 OPTIONS = {"casefacts": casefacts_options, "case": case_options, "casegen": casegen_options,
