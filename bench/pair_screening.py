@@ -1,21 +1,26 @@
-"""Pair screening cost vs one bare similarity product, on random unit vectors (dimension 384).
+"""Cross-case pair screening at scale: the exact tiled pass, the faiss approximate pass and one bare matrix
+product, in one run, on vectors of dimension 384.
 
-For each N: time to screen all pairs into the two windows (with per-bin reservoir samples), the time
-of one bare N×384 @ 384×N product (full output when it fits in memory, else the same product tile by
-tile with the output discarded), their ratio (target ≤ 3×), and the screening's peak traced memory
-(tracemalloc, numpy buffers included) against N²×4 bytes.
+For each N: the time of one bare N×384 @ 384×N product (full output when it fits in 4 GiB, else tile by
+tile with the output discarded); then the screening into the two windows (what the cross-case checks run)
+by the exact tiled pass and by faiss (IndexIVFFlat range search, the path screen_pairs takes above
+`ann_threshold` claims), each with its time, its peak resident memory above the process's baseline (sampled
+from /proc, so faiss's own buffers count) and its window pairs; faiss's recall is the share of the exact
+pass's window pairs it found (its pairs are always a subset). With --samples, both also draw the
+calibration samples (all bins from 0.2), the other screening call.
 
-    .venv/bin/python bench/pair_screening.py [--clustered] [N ...]
+    .venv/bin/python bench/pair_screening.py [--random] [--samples] [--no-exact] [N ...]
 
---clustered draws vectors around shared topics plus a common direction, so that about a fifth of all
-pairs land at cosine >= 0.2 (closer to sentence embeddings of claims) and the window/sample path is
-exercised, not just the matrix product.
+Vectors are clustered by default: shared topics plus a common direction, so that window pairs exist
+(random unit vectors in 384 dimensions almost never reach cosine 0.7; --random uses them anyway).
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
-import tracemalloc
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +28,7 @@ from caseforge.tasks.casefacts.screening import ScreeningConfig, screen_pairs
 
 WINDOWS = {"contradiction": (0.70, 0.95), "overlap": (0.80, 0.97)}
 FULL_PRODUCT_LIMIT_BYTES = 4 * 1024**3
+PAGE = 4096
 
 
 def random_unit(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
@@ -41,6 +47,35 @@ def clustered_unit(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
     return emb / np.linalg.norm(emb, axis=1, keepdims=True)
 
 
+def resident_bytes() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE
+
+
+class PeakMemory:
+    """Peak resident memory while the block runs, above what was resident when it started."""
+
+    def __enter__(self):
+        self.start = resident_bytes()
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self):
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, resident_bytes())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, resident_bytes())
+
+    @property
+    def above_start_mib(self) -> float:
+        return (self.peak - self.start) / 2**20
+
+
 def bare_product_seconds(emb: np.ndarray) -> tuple[float, str]:
     n = len(emb)
     start = time.perf_counter()
@@ -54,26 +89,51 @@ def bare_product_seconds(emb: np.ndarray) -> tuple[float, str]:
     return time.perf_counter() - start, how
 
 
-def main(sizes: list[int], clustered: bool) -> None:
-    config = ScreeningConfig()
-    print(f"vectors={'clustered' if clustered else 'random'} windows={WINDOWS} tiles={config.row_block}x{config.col_block} samples/bin={config.samples_per_bin}")
+def screen(emb, groups, config, sample):
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        result = screen_pairs(emb, groups, WINDOWS, config, sample=sample)
+        seconds = time.perf_counter() - start
+    return result, seconds, memory.above_start_mib
+
+
+def pair_keys(pairs) -> np.ndarray:
+    return pairs.left.astype(np.int64) * (1 << 32) + pairs.right.astype(np.int64)
+
+
+def main(sizes: list[int], clustered: bool, samples: bool, exact: bool) -> None:
+    base = ScreeningConfig()
+    print(f"vectors={'clustered' if clustered else 'random'} dim=384 windows={WINDOWS} samples={samples} "
+          f"exact tiles={base.row_block}x{base.col_block} faiss IVFFlat lists=4*sqrt(N) nprobe={base.ann_nprobe} "
+          f"train iterations={base.ann_train_iterations}", flush=True)
     for n in sizes:
         emb = clustered_unit(n) if clustered else random_unit(n)
         groups = np.arange(n) // 3
         bare, how = bare_product_seconds(emb)
-        tracemalloc.start()
-        start = time.perf_counter()
-        result = screen_pairs(emb, groups, WINDOWS, config)
-        screen = time.perf_counter() - start
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        kept = {k: len(v) for k, v in result.windows.items()}
-        sampled = sum(len(v) for v in result.samples.values())
-        print(f"N={n:>6}: screen {screen:7.2f}s  bare product {bare:7.2f}s ({how})  ratio {screen / bare:4.2f}x  "
-              f"peak {peak / 2**20:8.1f} MiB vs N²×4 = {n * n * 4 / 2**20:9.1f} MiB  "
-              f"window pairs {kept} samples {sampled} pairs>=0.2 {sum(result.bin_counts.values())}", flush=True)
+        print(f"N={n:>7}: bare product {bare:8.2f}s ({how})", flush=True)
+        approx, t_faiss, m_faiss = screen(emb, groups, replace(base, ann_threshold=0), samples)
+        kept = {k: len(v) for k, v in approx.windows.items()}
+        line = (f"N={n:>7}: faiss      {t_faiss:8.2f}s ({t_faiss / bare:5.2f}x bare)  peak +{m_faiss:8.1f} MiB  "
+                f"window pairs {kept}")
+        if exact:
+            reference, t_exact, m_exact = screen(emb, groups, replace(base, ann_threshold=n + 1), samples)
+            recall = {}
+            for name in WINDOWS:
+                want, got = pair_keys(reference.windows[name]), pair_keys(approx.windows[name])
+                found = np.isin(got, want)
+                assert found.all(), "faiss proposed a pair outside the exact window"
+                recall[name] = round(len(got) / len(want), 4) if len(want) else None
+            print(f"N={n:>7}: exact      {t_exact:8.2f}s ({t_exact / bare:5.2f}x bare)  peak +{m_exact:8.1f} MiB  "
+                  f"window pairs { {k: len(v) for k, v in reference.windows.items()} }", flush=True)
+            line += f"  recall {recall}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main([int(a) for a in args if a != "--clustered"] or [5_000, 20_000, 50_000], "--clustered" in args)
+    flags = {a for a in args if a.startswith("--")}
+    unknown = flags - {"--random", "--samples", "--no-exact"}
+    if unknown:
+        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))}")
+    main([int(a) for a in args if not a.startswith("--")] or [5_000, 20_000, 50_000], "--random" not in flags,
+         "--samples" in flags, "--no-exact" not in flags)

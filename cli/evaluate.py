@@ -39,12 +39,39 @@ def casefacts_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", required=True, choices=(*RETRIEVERS, "closed-book", "retrieve-verify", "case"))
     parser.add_argument("--retriever", default="bm25", choices=RETRIEVERS,
                         help="retriever used by retrieve-verify and case (default bm25)")
-    parser.add_argument("--missing-gold", dest="missing_gold", choices=("skip", "miss"), default="skip",
-                        help="claims whose gold case is not in the corpus: skip them (default) or count as misses")
+    parser.add_argument("--gold-rule", dest="gold_rule", choices=("paper", "caseforge"), default="paper",
+                        help="which names are gold: 'paper' (default; the authors' code: the claim's case_name only, "
+                             "names missing from the corpus dropped) or 'caseforge' (case_name plus every "
+                             "overruling_case); the rule used is printed with the results")
+    parser.add_argument("--missing-gold", dest="missing_gold", choices=("skip", "miss", "drop"),
+                        help="gold names not in the corpus: skip the claim, count them as misses (every claim "
+                             "scored), or drop them (a claim with none left is skipped); default: the gold "
+                             "rule's own (paper: drop, caseforge: skip)")
+    parser.add_argument("--stemmer", choices=("english", "none"), default="english",
+                        help="BM25/QLM tokens: Snowball English stems (default, as BM25 toolkits do) or surface "
+                             "forms ('none')")
+    parser.add_argument("--fusion", choices=("score", "rrf"), default="score",
+                        help="hybrid: min-max score fusion (default, weights 0.4 bm25 / 0.6 dense, chosen on the "
+                             "released train split) or reciprocal rank fusion (--rrf-k, equal weights)")
+    parser.add_argument("--fusion-weights", dest="fusion_weights", type=_weights,
+                        help="hybrid: comma-separated weights of bm25,dense (e.g. 0.4,0.6)")
+    parser.add_argument("--tune-on", dest="tune_on",
+                        help="hybrid: train claims file to choose the fusion on (never the --claims file); the "
+                             "choice and its train numbers are printed")
     parser.add_argument("--max-rounds", dest="max_rounds", type=int, default=2,
                         help="case: query-rewrite rounds per advocate")
     parser.add_argument("--seed", type=int, default=0, help="case: jury sampling seed")
     _retrieval_options(parser, k=10)
+
+
+def _weights(text: str) -> list[float]:
+    try:
+        weights = [float(w) for w in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"weights must be numbers separated by commas, got {text!r}") from None
+    if any(w < 0 for w in weights) or not any(weights):
+        raise argparse.ArgumentTypeError(f"weights must be non-negative and not all zero, got {text!r}")
+    return weights
 
 
 def case_options(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +149,11 @@ def aquaechr_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
     parser.add_argument("--model", "--judge-model", dest="model", help="the judge model (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
-    parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3)
+    parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3,
+                        help="a score at or below this is low quality (default 3)")
+    parser.add_argument("--convention", choices=("paper", "caseforge"), default="paper",
+                        help="positive class of the F1: 'paper' (default) high quality, as the paper counts; "
+                             "'caseforge' low quality. Each F1 is printed next to an always-'high' judge's")
 
 
 OPTIONS = {"casefacts": casefacts_options, "case": case_options, "casegen": casegen_options,
@@ -140,16 +171,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         one.set_defaults(handler=run)
 
 
-def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = KEY_METRICS) -> None:
+# notes that say how a whole CaseFacts result was made, printed as a header above its numbers
+HEADER_NOTES = {"casefacts": (("n", "gold rule"), ("corpus_docs", "corpus"), ("recall@1", "retriever"))}
+
+
+def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = KEY_METRICS,
+                  evaluation: str | None = None) -> None:
     if fmt == "json":
         print(json.dumps(metrics, indent=1, sort_keys=True))
         return
+    headers = HEADER_NOTES.get(evaluation, ())
+    for name, label in headers:
+        if name in notes:
+            print(f"{label}: {notes[name]}")
+    shown = {name for name, _ in headers}
     for name in keys:
         if name in metrics:
             value = metrics[name]
             text = ("n/a" if value is None else f"{value:.4f}" if isinstance(value, float) and not value.is_integer()
                     else f"{value:g}")
-            print(f"{name:>24}  {text}" + (f"  ({notes[name]})" if name in notes else ""))
+            note = notes.get(name) if name not in shown else None
+            print(f"{name:>24}  {text}" + (f"  ({note})" if note else ""))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             if run_id:
                 print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id),
-                              getattr(args, "format", "text"))
+                              getattr(args, "format", "text"), evaluation=args.evaluation)
             for model, model_run_id in per_model.items():
                 print(f"{model} (evaluation run {model_run_id})")
                 print_metrics(evalstore.load_metrics(con, model_run_id), evalstore.load_notes(con, model_run_id),

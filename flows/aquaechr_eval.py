@@ -30,9 +30,10 @@ def aquaechr_eval(system: str, llm: str | None = None, model: str | None = None,
 
 @flow(name="aquaechr-judge-agreement", log_prints=True)
 def aquaechr_judge_agreement(gold: str, model: str | None = None, llm: str | None = None, db: str | None = None,
-                             replay_file: str | None = None, low_quality_at: int = 3):
-    """F1 and confusion matrix of the quality judge `model` against expert scores in the `gold` CSV."""
+                             replay_file: str | None = None, low_quality_at: int = 3, convention: str = "paper"):
+    """F1 and confusion matrix of the quality judge `model` against expert scores in the `gold` CSV, under
+    `convention` (paper: high quality positive; caseforge: low quality positive), with an always-high baseline."""
     report = run.evaluate_judge(load_settings(db), gold, llm, model, replay_file, low_quality_at,
-                                steps=PREFECT_JUDGE_STEPS)
+                                steps=PREFECT_JUDGE_STEPS, convention=convention)
     publish_report(report, "aquaechr-judge-agreement", "AQuAECHR judge agreement")
     return final_state(report)

@@ -25,6 +25,11 @@ class Retriever(ABC):
     def params(self) -> dict:
         return {}
 
+    def describe(self) -> str:
+        """One line naming the retriever and its parameters, printed with results."""
+        params = ", ".join(f"{k} {v}" for k, v in sorted(self.params().items()))
+        return f"{self.name} ({params})" if params else self.name
+
     @abstractmethod
     def search(self, queries: list[str], k: int = 10) -> list[list[Hit]]: ...
 

@@ -1,4 +1,5 @@
-"""BM25 via bm25s over the shared tokenizer, scored in float64 (see caseforge.ranking)."""
+"""BM25 via bm25s over the shared tokenizer (optionally Snowball-stemmed), scored in float64 (see
+caseforge.ranking)."""
 from __future__ import annotations
 
 import logging
@@ -17,19 +18,24 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 class BM25Retriever(Retriever):
     name = "bm25"
 
-    def __init__(self, corpus: Corpus, k1: float = 1.5, b: float = 0.75, method: str = "lucene"):
+    def __init__(self, corpus: Corpus, k1: float = 1.5, b: float = 0.75, method: str = "lucene",
+                 stemmer: str | None = None):
         super().__init__(corpus)
-        self.k1, self.b, self.method = k1, b, method
+        self.k1, self.b, self.method, self.stemmer = k1, b, method, stemmer
+        tokenize("check", stemmer)                 # an unknown stemmer fails here
         self.model: bm25s.BM25 | None = None
         self.vocab: dict[str, int] = {}
 
     def params(self) -> dict:
-        return {"k1": self.k1, "b": self.b, "method": self.method, "dtype": "float64"}
+        params = {"k1": self.k1, "b": self.b, "method": self.method, "dtype": "float64"}
+        if self.stemmer:
+            params["stemmer"] = self.stemmer
+        return params
 
     def build(self) -> "BM25Retriever":
         ids_per_doc = []
         for text in self.corpus.texts:
-            ids_per_doc.append([self.vocab.setdefault(t, len(self.vocab)) for t in tokenize(text)])
+            ids_per_doc.append([self.vocab.setdefault(t, len(self.vocab)) for t in tokenize(text, self.stemmer)])
         self.model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method, dtype="float64")
         self.model.index(bm25s.tokenization.Tokenized(ids=ids_per_doc, vocab=dict(self.vocab)), show_progress=False)
         return self
@@ -37,7 +43,7 @@ class BM25Retriever(Retriever):
     def search(self, queries: list[str], k: int = 10) -> list[list[Hit]]:
         results: list[list[Hit]] = []
         for query in queries:
-            token_ids = [self.vocab[t] for t in tokenize(query) if t in self.vocab]
+            token_ids = [self.vocab[t] for t in tokenize(query, self.stemmer) if t in self.vocab]
             if not token_ids:
                 scores = np.zeros(len(self.corpus))
             else:

@@ -13,11 +13,19 @@ def _clean(text: str) -> str:
 
 
 def scotus_corpus(con: duckdb.DuckDBPyConnection) -> Corpus:
-    """SCOTUS cases: facts + question + conclusion (API table), legacy facts for the rest."""
+    """SCOTUS cases: facts + question + conclusion (API table), legacy facts for the rest.
+
+    The corpus's composition counts documents by what they hold: `facts+question+conclusion` (the
+    paper's corpus keeps only these), `api_partial` (an API case missing one summary) and `facts_only`
+    (legacy rows)."""
     rows = run_sql(con, "retrieval/scotus_corpus.sql").fetchall()
     if not rows:
         raise RuntimeError("no SCOTUS cases in curated.scotus_cases / curated.scotus_legacy: run `caseforge ingest oyez` first")
-    return Corpus.from_pairs("scotus", ((doc_id, _clean(text)) for doc_id, text, _origin in rows))
+    composition: dict[str, int] = {}
+    for _doc_id, _text, _origin, fields in rows:
+        composition[fields] = composition.get(fields, 0) + 1
+    return Corpus.from_pairs("scotus", ((doc_id, _clean(text)) for doc_id, text, _origin, _fields in rows),
+                             composition)
 
 
 def scotus_case_names(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

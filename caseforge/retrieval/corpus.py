@@ -16,9 +16,13 @@ class Corpus:
     ids: tuple[str, ...]
     texts: tuple[str, ...]
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    # what the documents are, counted by kind (e.g. {"facts+question+conclusion": 205, "facts_only": 2812});
+    # reported with every result, since it moves every number; empty when the source does not say
+    composition: dict[str, int] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def from_pairs(cls, name: str, pairs: Iterable[tuple[str, str]]) -> "Corpus":
+    def from_pairs(cls, name: str, pairs: Iterable[tuple[str, str]],
+                   composition: dict[str, int] | None = None) -> "Corpus":
         ids, texts = [], []
         for doc_id, text in pairs:
             ids.append(str(doc_id))
@@ -28,7 +32,7 @@ class Corpus:
             for doc_id in ids:
                 (dupes if doc_id in seen else seen).add(doc_id)
             raise ValueError(f"corpus {name!r}: duplicate doc ids {sorted(dupes)[:5]}")
-        return cls(name, tuple(ids), tuple(texts))
+        return cls(name, tuple(ids), tuple(texts), composition=dict(sorted((composition or {}).items())))
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -27,23 +27,25 @@ QUERY_BATCH = 256
 class QueryLikelihoodRetriever(Retriever):
     name = "qlm"
 
-    def __init__(self, corpus: Corpus, mu: float = DEFAULT_MU):
+    def __init__(self, corpus: Corpus, mu: float = DEFAULT_MU, stemmer: str | None = None):
         super().__init__(corpus)
         if mu <= 0:
             raise ValueError(f"qlm: mu must be positive, got {mu}")
         self.mu = float(mu)
+        self.stemmer = stemmer
+        tokenize("check", stemmer)                 # an unknown stemmer fails here
         self.vocab: dict[str, int] = {}
         self.doc_lengths = np.zeros(0)
         self.log_mu_p = np.zeros(0)
         self.correction = sp.csr_matrix((0, 0))
 
     def params(self) -> dict:
-        return {"mu": self.mu}
+        return {"mu": self.mu, **({"stemmer": self.stemmer} if self.stemmer else {})}
 
     def build(self) -> "QueryLikelihoodRetriever":
         rows, cols, vals = [], [], []
         for d, text in enumerate(self.corpus.texts):
-            for token, count in Counter(tokenize(text)).items():
+            for token, count in Counter(tokenize(text, self.stemmer)).items():
                 rows.append(d)
                 cols.append(self.vocab.setdefault(token, len(self.vocab)))
                 vals.append(count)
@@ -67,7 +69,7 @@ class QueryLikelihoodRetriever(Retriever):
     def query_matrix(self, queries: list[str]) -> sp.csr_matrix:
         rows, cols, vals = [], [], []
         for q, query in enumerate(queries):
-            for token, count in Counter(tokenize(query)).items():
+            for token, count in Counter(tokenize(query, self.stemmer)).items():
                 col = self.vocab.get(token)
                 if col is not None:
                     rows.append(q)

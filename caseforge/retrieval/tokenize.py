@@ -1,7 +1,9 @@
-"""The one tokenizer the lexical retrievers share: lower-cased word tokens minus English stopwords."""
+"""The one tokenizer the lexical retrievers share: lower-cased word tokens minus English stopwords,
+optionally reduced to their Snowball stems (PyStemmer, the stemmer bm25s documents)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -14,5 +16,21 @@ STOPWORDS = frozenset(
 )
 
 
-def tokenize(text: str) -> list[str]:
-    return [t for t in TOKEN.findall((text or "").lower()) if t not in STOPWORDS]
+STEMMERS = (None, "english")      # None: surface forms; "english": the Snowball English (Porter2) stemmer
+
+
+@lru_cache(maxsize=None)
+def _stemmer(language: str):
+    import Stemmer
+
+    return Stemmer.Stemmer(language)
+
+
+def tokenize(text: str, stemmer: str | None = None) -> list[str]:
+    """Word tokens of `text`; with `stemmer` ("english") each is replaced by its Snowball stem."""
+    tokens = [t for t in TOKEN.findall((text or "").lower()) if t not in STOPWORDS]
+    if stemmer is None or not tokens:
+        return tokens
+    if stemmer not in STEMMERS:
+        raise ValueError(f"unknown stemmer {stemmer!r} (choose from none, {', '.join(s for s in STEMMERS if s)})")
+    return _stemmer(stemmer).stemWords(tokens)

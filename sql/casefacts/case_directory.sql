@@ -1,7 +1,7 @@
--- Every case name the warehouse knows, with the decision date where the Oyez API gave one.
--- The legacy table contributes names, ids and dispositions but never dates. Ordered, so a name
--- several rows share resolves the same way every time.
-SELECT c.case_id, c.name, c.term, c.decided_date, coalesce(c.disposition, l.disposition) AS disposition,
+-- Every case name the warehouse knows, with the decision date where the Oyez API gave one and the
+-- Oyez term (API table, else legacy table). The legacy table contributes names, ids, dispositions and
+-- terms but never decision days. Ordered, so a name several rows share resolves the same way every time.
+SELECT c.case_id, c.name, coalesce(c.term, l.term) AS term, c.decided_date, coalesce(c.disposition, l.disposition) AS disposition,
        c.first_party, c.second_party, 'scotus_cases' AS source
 FROM curated.scotus_cases c
 LEFT JOIN curated.scotus_legacy l USING (case_id)

@@ -60,6 +60,14 @@ class KnownCase:
     source: str                 # scotus_cases | scotus_legacy | known_overrulings.csv
     first_party: str | None = None
     second_party: str | None = None
+    term: str | None = None     # the Oyez term: "1971", or a range of terms for old cases ("1789-1850")
+    date_source: str | None = None   # where decided_date comes from (default: the API table)
+
+    @property
+    def decided_from(self) -> str | None:
+        if self.decided_date is None:
+            return None
+        return self.date_source or "scotus_cases decided_date"
 
 
 class CaseDirectory:
@@ -73,32 +81,44 @@ class CaseDirectory:
             self._loose.setdefault(normalise_name(case.name, drop_parenthetical=True), []).append(case)
 
     def lookup(self, name: str) -> KnownCase | None:
+        found = self.lookup_all(name)
+        return found[0] if found else None
+
+    def lookup_all(self, name: str) -> list[KnownCase]:
+        """Every distinct case the name may mean (one per case id), best dated first; [] when none."""
         found = self._exact.get(normalise_name(name)) or []
         if not found:
             loose = self._loose.get(normalise_name(name, drop_parenthetical=True)) or []
             if len({c.case_id for c in loose}) == 1:
                 found = loose
-        if not found:
-            return None
         # Prefer an entry that carries a decision date (the API table) over a dateless legacy row.
-        return sorted(found, key=lambda c: (c.decided_date is None, c.source != "scotus_cases"))[0]
+        ranked = sorted(found, key=lambda c: (c.decided_date is None, c.term is None, c.source != "scotus_cases"))
+        distinct: dict = {}
+        for case in ranked:
+            distinct.setdefault(case.case_id if case.case_id is not None else ("name", case.name), case)
+        return list(distinct.values())
 
-    def add_dates(self, extra: dict[str, date], source: str) -> int:
-        """Fill missing decision dates from another source (by normalised name); returns how many filled."""
+    def add_dates(self, extra: dict, source: str) -> int:
+        """Fill missing decision dates (and terms) from another source, by normalised name; returns how many
+        cases gained a date. `extra` maps a name key to a date or to (date, term)."""
         filled = 0
+        extra = {key: value if isinstance(value, tuple) else (value, None) for key, value in extra.items()}
         for key, cases in self._exact.items():
-            when = extra.get(key)
-            if when is None:
+            if key not in extra:
                 continue
+            when, term = extra[key]
             for i, case in enumerate(cases):
-                if case.decided_date is None:
-                    cases[i] = KnownCase(case.case_id, case.name, when, case.disposition, source,
-                                         case.first_party, case.second_party)
-                    filled += 1
-        for key, when in extra.items():
+                if (case.decided_date is None and when is not None) or (case.term is None and term):
+                    dated = case.decided_date is None and when is not None
+                    cases[i] = KnownCase(case.case_id, case.name, case.decided_date or when, case.disposition,
+                                         case.source, case.first_party, case.second_party, case.term or term,
+                                         source if dated else case.date_source)
+                    filled += int(dated)
+        for key, (when, term) in extra.items():
             if key not in self._exact:
-                self._exact[key] = [KnownCase(None, key, when, None, source)]
-                filled += 1
+                self._exact[key] = [KnownCase(None, key, when, None, source, term=term,
+                                              date_source=source if when else None)]
+                filled += int(when is not None)
         self._loose = {}
         for cases in self._exact.values():
             for case in cases:
@@ -111,6 +131,6 @@ def load_directory(con) -> CaseDirectory:
     rows = con.execute(sql_text("casefacts/case_directory.sql")).fetchall()
     return CaseDirectory([
         KnownCase(case_id=r[0], name=r[1], decided_date=r[3], disposition=r[4], source=r[7],
-                  first_party=r[5], second_party=r[6])
+                  first_party=r[5], second_party=r[6], term=r[2])
         for r in rows
     ])

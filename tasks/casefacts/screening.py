@@ -9,8 +9,15 @@ A pair's random key is a hash of the seed and the pair's two row numbers, not a 
 generator consumed in tile order: a pair whose similarity float noise moves across a bin edge on
 another machine changes only its own membership, not every later draw. Samples come out sorted by
 (left, right) row, and similarities are rounded to `SIMILARITY_DECIMALS`.
-Past `ann_threshold` claims, a random-projection LSH proposes candidate pairs instead of the exhaustive
-pass (pairs below the windows are then sampled by drawing random pairs).
+
+Past `ann_threshold` claims the exact pass costs N² dot products, so a faiss inverted-file index
+(IndexIVFFlat, inner product, k-means lists trained with the config's seed) range-searches every claim
+for the pairs at or above the search radius — the lowest window bound, and the keep-all bin when sampling.
+It is approximate: a pair whose two claims fall in lists the probe does not visit is missed
+(bench/pair_screening.py measures the recall against the exact pass). Every pair it proposes has its
+similarity recomputed here in float64 and rounded, so values do not depend on faiss's kernels. Bins below
+the radius are sampled from seeded uniformly random cross-case pairs, drawn in fixed batches until each
+bin holds its sample or the draw budget is spent; their pair counts are estimated from those draws.
 """
 from __future__ import annotations
 
@@ -42,9 +49,13 @@ class ScreeningConfig:
     row_block: int = 2048
     col_block: int = 8192
     seed: int = 13
-    ann_threshold: int = 100_000      # claims; above it the LSH index proposes candidates
-    lsh_tables: int = 12
-    lsh_bits: int = 14
+    ann_threshold: int = 100_000      # claims; above it a faiss IVF index proposes the pairs above the radius
+    ann_lists: int | None = None      # inverted lists (default 4·√N, at least 39 training points per list)
+    ann_nprobe: int = 16              # lists visited per query (recall 0.99 of the window pairs in bench/pair_screening.py)
+    ann_train_iterations: int = 10    # k-means iterations training the lists
+    ann_batch: int = 8192             # queries per range search
+    ann_draw_batch: int = 1_000_000   # random pairs drawn at a time for the bins below the radius
+    ann_max_draws: int = 50_000_000   # and at most this many in all
 
 
 @dataclass
@@ -71,7 +82,8 @@ class ScreenResult:
     windows: dict[str, PairSet]
     samples: dict[int, PairSet]             # bin index (floor(sim / width)) → sampled pairs
     bin_counts: dict[int, int]              # all cross-case pairs per bin from sample_from up
-    method: str = "exhaustive"
+    method: str = "exhaustive"             # exhaustive | faiss
+    estimated_bins: tuple[int, ...] = ()    # bins whose count is estimated from random pairs (faiss path)
 
 
 class _BottomK:
@@ -92,6 +104,11 @@ class _BottomK:
                 return
         all_keys = np.concatenate([self.keys, keys])
         self.pairs.extend(left, right, sim)
+        unique = np.unique(all_keys, return_index=True)[1]     # a pair drawn twice (random draws) counts once
+        if len(unique) < len(all_keys):
+            unique = np.sort(unique)
+            all_keys = all_keys[unique]
+            self.pairs = PairSet(self.pairs.left[unique], self.pairs.right[unique], self.pairs.similarity[unique])
         if len(all_keys) > self.k:
             keep = np.sort(np.argsort(all_keys, kind="stable")[: self.k])
             all_keys = all_keys[keep]
@@ -139,11 +156,11 @@ class _Collector:
                 self.reservoirs[b].offer(left[chosen], right[chosen], sim[chosen],
                                          pair_keys(self.config.seed, left[chosen], right[chosen]))
 
-    def result(self, method: str) -> ScreenResult:
+    def result(self, method: str, estimated_bins: tuple[int, ...] = ()) -> ScreenResult:
         samples = {b: r.pairs.sorted() for b, r in self.reservoirs.items()}
         samples.update({b: pairs.sorted() for b, pairs in self.kept_all.items()})
         windows = {name: pairs.sorted() for name, pairs in self.windows.items()}
-        return ScreenResult(windows, samples, self.counts, method)
+        return ScreenResult(windows, samples, self.counts, method, estimated_bins)
 
 
 def screen_pairs(embeddings: np.ndarray, groups: np.ndarray, windows: dict[str, tuple[float, float]],
@@ -152,7 +169,7 @@ def screen_pairs(embeddings: np.ndarray, groups: np.ndarray, windows: dict[str, 
     emb = np.ascontiguousarray(embeddings, dtype=np.float32)
     groups = np.asarray(groups)
     if len(emb) > config.ann_threshold:
-        return _screen_lsh(emb, groups, windows, config, sample)
+        return _screen_faiss(emb, groups, windows, config, sample)
     collector = _Collector(windows, config, sample)
     n = len(emb)
     for a in range(0, n, config.row_block):
@@ -170,53 +187,95 @@ def screen_pairs(embeddings: np.ndarray, groups: np.ndarray, windows: dict[str, 
     return collector.result("exhaustive")
 
 
-def _lsh_candidates(emb: np.ndarray, config: ScreeningConfig) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(config.seed)
-    weights = 1 << np.arange(config.lsh_bits, dtype=np.int64)
+def exact_similarity(emb: np.ndarray, left: np.ndarray, right: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """Cosine of each (left, right) pair in float64, rounded to SIMILARITY_DECIMALS."""
+    out = np.empty(len(left), np.float64)
+    for start in range(0, len(left), chunk):
+        a = emb[left[start:start + chunk]].astype(np.float64)
+        b = emb[right[start:start + chunk]].astype(np.float64)
+        out[start:start + chunk] = np.einsum("ij,ij->i", a, b)
+    return np.round(out, SIMILARITY_DECIMALS)
+
+
+def _faiss_index(emb: np.ndarray, config: ScreeningConfig):
+    import faiss
+
+    n, dim = emb.shape
+    lists = config.ann_lists or int(4 * np.sqrt(n))
+    lists = max(1, min(lists, n // 39))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = config.seed
+    index.cp.niter = config.ann_train_iterations
+    index.train(emb)
+    index.add(emb)
+    index.nprobe = min(config.ann_nprobe, lists)
+    return index
+
+
+def _range_pairs(emb: np.ndarray, groups: np.ndarray, radius: float, config: ScreeningConfig):
+    """Cross-case pairs (i < j) that the index finds at inner product >= radius, with exact similarities."""
+    index = _faiss_index(emb, config)
     lefts, rights = [], []
-    for _ in range(config.lsh_tables):
-        planes = rng.standard_normal((emb.shape[1], config.lsh_bits)).astype(np.float32)
-        codes = ((emb @ planes) > 0).astype(np.int64) @ weights
-        order = np.argsort(codes, kind="stable")
-        sorted_codes = codes[order]
-        starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-        ends = np.r_[starts[1:], len(order)]
-        for s, e in zip(starts, ends):
-            if e - s < 2:
-                continue
-            members = np.sort(order[s:e])
-            i, j = np.triu_indices(len(members), k=1)
-            lefts.append(members[i])
-            rights.append(members[j])
-    if not lefts:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    pairs = np.unique(np.stack([np.concatenate(lefts), np.concatenate(rights)], axis=1), axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    for start in range(0, len(emb), config.ann_batch):
+        lims, _distances, found = index.range_search(emb[start:start + config.ann_batch], radius - 1e-4)
+        left = np.repeat(np.arange(start, start + len(lims) - 1, dtype=np.int64), np.diff(lims).astype(np.int64))
+        right = found.astype(np.int64)
+        keep = (right > left) & (groups[left] != groups[right])
+        lefts.append(left[keep])
+        rights.append(right[keep])
+    left, right = np.concatenate(lefts), np.concatenate(rights)
+    order = np.lexsort((right, left))
+    left, right = left[order], right[order]
+    sim = exact_similarity(emb, left, right)
+    above = sim >= radius
+    return left[above], right[above], sim[above]
 
 
-def _screen_lsh(emb, groups, windows, config, sample) -> ScreenResult:
-    """Approximate: LSH buckets propose the similar pairs; the lower bins are sampled from random pairs."""
-    collector = _Collector(windows, config, sample)
-    left, right = _lsh_candidates(emb, config)
-    keep = groups[left] != groups[right]
-    left, right = left[keep], right[keep]
-    sim = np.round(np.einsum("ij,ij->i", emb[left], emb[right]), SIMILARITY_DECIMALS)
-    above = sim >= collector.floor
-    collector.take(left[above], right[above], sim[above])
-    if sample:
-        # LSH candidates over-represent similar pairs: the sampled (not kept-all) bins come from random pairs.
-        rng = np.random.default_rng(config.seed + 1)
-        draws = config.samples_per_bin * 200
-        i, j = rng.integers(0, len(emb), draws), rng.integers(0, len(emb), draws)
+def _cross_pairs_total(groups: np.ndarray) -> int:
+    n = len(groups)
+    _, sizes = np.unique(groups, return_counts=True)
+    return n * (n - 1) // 2 - int((sizes * (sizes - 1) // 2).sum())
+
+
+def _sample_low_bins(emb, groups, config: ScreeningConfig, bins: range) -> tuple[dict, dict]:
+    """Reservoirs and estimated pair counts for `bins`, from seeded random cross-case pairs drawn in fixed
+    batches until every bin holds `samples_per_bin` pairs or `ann_max_draws` pairs were drawn."""
+    sampler = _Collector({}, config, sample=True)
+    rng = np.random.default_rng(config.seed + 1)
+    n, drawn = len(emb), 0
+    while drawn < config.ann_max_draws:
+        i = rng.integers(0, n, config.ann_draw_batch)
+        j = rng.integers(0, n, config.ann_draw_batch)
         i, j = np.minimum(i, j), np.maximum(i, j)
         ok = (i != j) & (groups[i] != groups[j])
+        drawn += int(ok.sum())
         i, j = i[ok], j[ok]
-        s = np.round(np.einsum("ij,ij->i", emb[i], emb[j]), SIMILARITY_DECIMALS)
-        sampler = _Collector({}, config, sample=True)
-        low = s < config.keep_all_from
+        s = exact_similarity(emb, i, j)
+        low = (s >= config.sample_from) & (s < (bins.stop * config.bin_width))
         sampler.take(i[low], j[low], s[low])
-        total_pairs = len(emb) * (len(emb) - 1) / 2
-        for b, reservoir in sampler.reservoirs.items():
-            collector.reservoirs[b] = reservoir
-            collector.counts[b] = int(round(sampler.counts.get(b, 0) / max(len(i), 1) * total_pairs))
-    return collector.result("lsh")
+        if all(len(sampler.reservoirs[b].keys) >= config.samples_per_bin for b in bins):
+            break
+    total = _cross_pairs_total(groups)
+    counts = {b: int(round(sampler.counts.get(b, 0) / max(drawn, 1) * total)) for b in bins}
+    return {b: sampler.reservoirs[b] for b in bins}, counts
+
+
+def _screen_faiss(emb, groups, windows, config, sample) -> ScreenResult:
+    """Approximate: faiss range search for the pairs at or above the radius, random pairs for the bins below."""
+    lows = [lo for lo, _ in windows.values()] + ([config.keep_all_from] if sample else [])
+    if not lows:
+        return _Collector(windows, config, sample).result("faiss")
+    radius = min(lows)
+    collector = _Collector(windows, config, sample)
+    collector.take(*_range_pairs(emb, groups, radius, config))
+    estimated: tuple[int, ...] = ()
+    if sample:
+        first = int(round(config.sample_from / config.bin_width))
+        covered = int(np.ceil(radius / config.bin_width - 1e-9))    # bins wholly at or above the radius
+        bins = range(first, min(covered, collector.keep_all_bin))
+        if len(bins):
+            reservoirs, counts = _sample_low_bins(emb, groups, config, bins)
+            collector.reservoirs.update(reservoirs)
+            collector.counts.update(counts)
+            estimated = tuple(bins)
+    return collector.result("faiss", estimated)

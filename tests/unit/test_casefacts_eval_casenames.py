@@ -31,3 +31,11 @@ def test_exact_then_fuzzy_matching():
 def test_fuzzy_threshold_is_respected():
     strict = CaseNameIndex(NAMES, threshold=0.99)
     assert strict.resolve("Hardt v. Reliance Standard Life Insurence Co.").how == "none"
+
+
+def test_eval_name_normaliser_decodes_literal_unicode_escapes():
+    # the released files carry "\u00e9"-style escapes as text; the builder's normaliser decodes them too
+    assert normalise_case_name("Caf\\u00e9 v. Smith") == normalise_case_name("Café v. Smith") == "cafe v smith"
+    index = CaseNameIndex([("8", "Mart\u00ednez v. Court of Appeal of California")])
+    match = index.resolve("Mart\\u00ednez v. Court of Appeal of California")
+    assert match.how == "exact" and match.case_ids == {"8"}

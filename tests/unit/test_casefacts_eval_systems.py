@@ -56,12 +56,16 @@ def test_gold_outside_the_corpus_is_skipped_or_counted_as_missed():
     skipped = [p for p in prepared if p.skip_reason]
     assert [p.claim.item_id for p in skipped] == ["claim-00003"]
     assert "Marbury v. Madison" in skipped[0].skip_reason
-    # overruled claim: the overruling case joins the gold evidence
-    assert prepared[2].gold.cases == [frozenset({"103"}), frozenset({"104"})]
+    # the paper's rule (default): the overruled claim's gold is its own case only
+    assert prepared[2].gold.cases == [frozenset({"103"})]
     claims, _ = load_claims(CLAIMS)
-    as_miss = casefacts_eval.prepare(claims, names, set(corpus.ids), missing_gold="miss")
-    assert all(p.skip_reason is None for p in as_miss[:3])
-    assert as_miss[3].skip_reason is not None    # no gold case at all in the corpus: cannot be scored
+    # caseforge's rule: the overruling case joins the gold evidence
+    ours = casefacts_eval.prepare(claims, names, set(corpus.ids), gold_rule="caseforge")
+    assert ours[2].gold.cases == [frozenset({"103"}), frozenset({"104"})]
+    as_miss = casefacts_eval.prepare(claims, names, set(corpus.ids), missing_gold="miss", gold_rule="caseforge")
+    # every claim is scored; one with no gold case in the corpus at all scores as a miss
+    assert all(p.skip_reason is None for p in as_miss)
+    assert casefacts_eval.score_claim(as_miss[3], ["101", "102"])["recall@10"] == 0.0
 
 
 def test_retrieval_only_scores(tmp_path):
@@ -168,3 +172,78 @@ def test_closed_book_case_list_is_narrowed_to_fit_the_context_window(tmp_path):
         assert len(prompt.split()) + 400 <= 485
     riley_prompt = next(p for p in narrow.prompts if "cell phone" in p or "phone" in p)
     assert "Riley v. California" in riley_prompt            # the best-ranked case made the cut
+
+
+def test_cli_prints_the_gold_rule_and_the_corpus_composition_with_every_result(tmp_path, capsys):
+    from caseforge.cli import main
+
+    db = tmp_path / "w.duckdb"
+    con = connect(db)
+    # two API cases with all three summaries, one with facts only, the rest legacy facts-only rows
+    con.execute("INSERT INTO curated.scotus_cases (case_id, name, facts, question, conclusion, raw_sha256, updated_at) "
+                "VALUES (101, 'Riley v. California', ?, 'Does a phone search need a warrant?', 'Yes.', 'x', now()), "
+                "(102, 'Obergefell v. Hodges', ?, 'Must states license such marriages?', 'Yes.', 'x', now()), "
+                "(103, 'Plessy v. Ferguson', ?, NULL, NULL, 'x', now())", [t for _, _, t in CASES[:3]])
+    con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
+                    [(int(cid), name, text) for cid, name, text in CASES[3:]])
+    con.close()
+    args = ["eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25", "--k", "3", "--db", str(db),
+            "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")]
+    main(args)
+    out = capsys.readouterr().out
+    assert "gold rule: paper: the claim's case_name only" in out
+    assert "corpus: 5 documents: 2 facts+question+conclusion, 1 api_partial, 2 facts_only" in out
+    main(args + ["--gold-rule", "caseforge", "--missing-gold", "miss"])
+    out = capsys.readouterr().out
+    assert "gold rule: caseforge: the claim's case_name plus every overruling_case" in out
+    assert "count as not found" in out
+
+
+def test_casefacts_lexical_retrieval_stems_by_default_and_says_so():
+    from caseforge.tasks.casefacts.eval.run import DEFAULT_STEMMER, Options
+
+    # a BM25 baseline as the usual toolkits run it (Lucene/Pyserini's English analyzer, bm25s with PyStemmer)
+    assert DEFAULT_STEMMER == "english"
+    assert Options("c.json", "bm25").params()["stemmer"] == "english"
+    assert Options("c.json", "bm25", stemmer=None).params()["stemmer"] == "none"
+    assert "stemmer" not in Options("c.json", "dense").params()
+
+
+TRAIN_CLAIMS = [
+    {"claim": "Searching the data on an arrested person's phone needs a warrant.", "case_name": ["Riley v. California"],
+     "overruling_case": None, "label": "Supported"},
+    {"claim": "A state must license a marriage between two men.", "case_name": ["Obergefell v. Hodges"],
+     "overruling_case": None, "label": "Supported"},
+    {"claim": "Public schools may not separate children by race.", "case_name": ["Brown v. Board of Education"],
+     "overruling_case": None, "label": "Supported"},
+]
+
+
+def test_casefacts_hybrid_fusion_is_tuned_on_the_train_claims_only(tmp_path, capsys):
+    from caseforge.cli import main
+    from caseforge.tasks.casefacts.eval.fusion import tune_on_claims
+
+    prepared, corpus, names = _prepared()
+    hybrid = build_retriever("hybrid", corpus, persist=False)
+    # the claims a run reports may not be used to choose its fusion
+    with pytest.raises(ValueError, match="train split only"):
+        tune_on_claims(CLAIMS, names, set(corpus.ids), hybrid.parts, [p.claim.claim for p in prepared], "paper", None)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(TRAIN_CLAIMS))
+    tuned = tune_on_claims(train, names, set(corpus.ids), hybrid.parts, [p.claim.claim for p in prepared],
+                           "paper", None)
+    assert tuned.n_queries == 3 and tuned.fusion.method in ("score", "rrf") and len(tuned.fusion.weights) == 2
+    assert set(tuned.parts_recall) == {"bm25", "dense"}
+    db = tmp_path / "w.duckdb"
+    con = connect(db)
+    con.executemany("INSERT INTO curated.scotus_legacy (case_id, name, facts, raw_sha256) VALUES (?, ?, ?, 'x')",
+                    [(int(cid), name, text) for cid, name, text in CASES])
+    con.close()
+    main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "hybrid", "--tune-on", str(train), "--db", str(db),
+          "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert "retriever: hybrid of bm25 (" in out and "stemmer english" in out
+    assert "tuned on 3 claims over 45 fusions" in out and "(train.json)" in out
+    main(["eval", "casefacts", "--claims", str(CLAIMS), "--system", "hybrid", "--db", str(db),
+          "--index-dir", str(tmp_path / "idx"), "--out-dir", str(tmp_path / "out")])
+    assert "fusion: min-max normalised scores, 0.4·bm25 + 0.6·dense" in capsys.readouterr().out

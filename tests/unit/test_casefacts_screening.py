@@ -70,15 +70,47 @@ def test_reservoir_sample_is_roughly_uniform_across_tiles():
     assert abs(first_rows / sum(hits.values()) - expected_share) < 0.08
 
 
-def test_lsh_finds_most_window_pairs():
-    emb, groups = _clustered(n=600)
-    config = ScreeningConfig(ann_threshold=100, lsh_tables=16, lsh_bits=8, samples_per_bin=20)
-    result = screen_pairs(emb, groups, {"overlap": (0.8, 0.97)}, config)
-    assert result.method == "lsh"
+def test_above_the_threshold_faiss_finds_the_window_pairs_with_exact_similarities():
+    emb, groups = _clustered(n=1500)
+    config = ScreeningConfig(ann_threshold=1000, samples_per_bin=20)
+    windows = {"contradiction": (0.7, 0.95), "overlap": (0.8, 0.97)}
+    result = screen_pairs(emb, groups, windows, config, sample=False)
+    assert result.method == "faiss"
+    exact = screen_pairs(emb, groups, windows, ScreeningConfig(samples_per_bin=20), sample=False)
+    assert exact.method == "exhaustive"          # below the threshold the exact tiled pass is kept
+    i, j, s = _brute(emb.astype(np.float64), groups)
+    s = np.round(s, 6)
+    for name, (lo, hi) in windows.items():
+        inside = (s >= lo) & (s <= hi)
+        expected = dict(zip(zip(i[inside].tolist(), j[inside].tolist()), s[inside].tolist()))
+        got = dict(zip(zip(result.windows[name].left.tolist(), result.windows[name].right.tolist()),
+                       result.windows[name].similarity.astype(np.float64).tolist()))
+        assert set(got) <= set(expected) and len(got) >= 0.95 * len(expected) and len(expected) > 100
+        # similarities recomputed in float64, not faiss's float32 distances
+        assert all(abs(got[pair] - expected[pair]) < 1e-7 for pair in got)
+        assert (groups[result.windows[name].left] != groups[result.windows[name].right]).all()
+        assert (result.windows[name].left < result.windows[name].right).all()
+
+
+def test_faiss_path_keeps_every_high_pair_and_samples_lower_bins_from_seeded_random_pairs():
+    emb, groups = _clustered(n=1500)
+    config = ScreeningConfig(ann_threshold=1000, samples_per_bin=25, seed=7)
+    result = screen_pairs(emb, groups, {}, config)
     i, j, s = _brute(emb, groups)
-    expected = {(a, b) for a, b, v in zip(i, j, s) if 0.8 <= v <= 0.97}
-    got = set(zip(result.windows["overlap"].left.tolist(), result.windows["overlap"].right.tolist()))
-    assert got <= expected and len(got) >= 0.9 * len(expected)
+    bins = np.floor(np.minimum(np.round(s, 6), 1.0) / 0.1 + 1e-6).astype(int)
+    for b in (9, 10):                                        # kept whole at 0.9–1.0, as the exact path does
+        assert len(result.samples[b]) >= 0.95 * int((bins == b).sum())
+    for b in range(2, 9):
+        pairs = result.samples[b]
+        assert len(pairs) == min(25, int((bins == b).sum()))
+        assert (np.floor(pairs.similarity / 0.1 + 1e-6) == b).all()
+        assert len(set(zip(pairs.left.tolist(), pairs.right.tolist()))) == len(pairs)
+        # counts below the search radius are estimated from the random pairs: the right order of magnitude
+        assert 0.5 * (bins == b).sum() <= result.bin_counts[b] <= 2 * (bins == b).sum() or (bins == b).sum() < 50
+    again = screen_pairs(emb, groups, {}, config)
+    for b in range(2, 11):
+        assert np.array_equal(again.samples[b].left, result.samples[b].left)
+        assert np.array_equal(again.samples[b].right, result.samples[b].right)
 
 
 def test_window_calibration_recovers_planted_interval():
@@ -90,3 +122,25 @@ def test_window_calibration_recovers_planted_interval():
     assert window.positives == int(positive.sum())
     with pytest.raises(ValueError, match="cannot calibrate"):
         calibrate_window(sims, np.zeros(4000, bool))
+
+
+def test_faiss_path_gives_the_same_pairs_on_one_thread_and_on_two():
+    import faiss
+
+    emb, groups = _clustered(n=1500)
+    config = ScreeningConfig(ann_threshold=1000, samples_per_bin=25)
+    windows = {"overlap": (0.8, 0.97)}
+    before = faiss.omp_get_max_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            faiss.omp_set_num_threads(threads)
+            results.append(screen_pairs(emb, groups, windows, config))
+    finally:
+        faiss.omp_set_num_threads(before)
+    one, two = results
+    assert np.array_equal(one.windows["overlap"].left, two.windows["overlap"].left)
+    assert np.array_equal(one.windows["overlap"].right, two.windows["overlap"].right)
+    for b in one.samples:
+        assert np.array_equal(one.samples[b].left, two.samples[b].left)
+    assert one.bin_counts == two.bin_counts

@@ -94,3 +94,27 @@ def test_index_persists_and_rebuilds_when_corpus_changes(tmp_path, kind, monkeyp
 def test_unknown_retriever_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown retriever"):
         build_retriever("colbert", Corpus.from_pairs("x", THREE_DOCS), persist=False)
+
+
+def test_bm25_snowball_stemmer_matches_inflected_forms():
+    corpus = Corpus.from_pairs("stems", [("a", "The officers searched the phones of those arrested."),
+                                         ("b", "A treaty about fishing rights in the river.")])
+    plain = BM25Retriever(corpus).build()
+    stemmed = BM25Retriever(corpus, stemmer="english").build()
+    # surface forms: "searching"/"phone"/"arrests" share no token with "searched"/"phones"/"arrested"
+    assert [score for _, score in plain.search(["searching a phone after arrests"], k=2)[0]] == [0.0, 0.0]
+    hit = stemmed.search(["searching a phone after arrests"], k=2)[0]
+    assert hit[0][0] == "a" and hit[0][1] > 0 and hit[1][1] == 0.0
+    assert stemmed.params()["stemmer"] == "english" and "stemmer" not in plain.params()
+    # the same setting gives the same index; another setting is another index
+    qlm = QueryLikelihoodRetriever(corpus, stemmer="english").build()
+    assert qlm.search(["searching phones"], k=1)[0][0][0] == "a"
+    with pytest.raises(ValueError, match="stemmer"):
+        BM25Retriever(corpus, stemmer="klingon")
+
+
+def test_stemmed_and_plain_indexes_persist_side_by_side(tmp_path):
+    corpus = Corpus.from_pairs("stems", [("a", "searched phones"), ("b", "fishing rights")])
+    build_retriever("bm25", corpus, tmp_path)
+    build_retriever("bm25", corpus, tmp_path, stemmer="english")
+    assert sorted(p.name for p in (tmp_path / "stems").iterdir()) == ["bm25", "bm25-english"]

@@ -135,8 +135,9 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
 JUDGE_TASK = "aquaechr-judge"
 
 
-def judge_agreement_step(session: RunSession, judge_backend, gold, low_quality_at: int):
-    return judge_agreement.evaluate(session.con, judge_backend, gold, low_quality_at)
+def judge_agreement_step(session: RunSession, judge_backend, gold, low_quality_at: int,
+                         convention: str = judge_agreement.DEFAULT_CONVENTION):
+    return judge_agreement.evaluate(session.con, judge_backend, gold, low_quality_at, convention)
 
 
 @dataclass(frozen=True)
@@ -145,30 +146,38 @@ class JudgeSteps:
 
 
 def evaluate_judge(settings: Settings, gold_file: str, llm: str | None = None, model: str | None = None,
-                   replay_file: str | None = None,
-                   low_quality_at: int = DEFAULT_LOW_QUALITY_AT, steps: JudgeSteps | None = None) -> StageReport:
-    """The quality judge's F1 against expert 1–5 scores, stored as an evaluation run."""
+                   replay_file: str | None = None, low_quality_at: int = DEFAULT_LOW_QUALITY_AT,
+                   steps: JudgeSteps | None = None, convention: str = judge_agreement.DEFAULT_CONVENTION) -> StageReport:
+    """The quality judge's F1 against expert 1–5 scores under `convention` (judge_agreement.CONVENTIONS), with
+    the F1 of a judge always answering "high" next to each, stored as an evaluation run."""
+    if convention not in judge_agreement.CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r} (choose from {', '.join(judge_agreement.CONVENTIONS)})")
     steps = steps or JudgeSteps()
     path = Path(gold_file)
     gold = judge_agreement.read_gold(path)
     judge_backend = _backend(llm, model, replay_file, "aquaechr-judge", "judge")
     started = datetime.now(timezone.utc)
     with run_session(settings, "eval", "aquaechr:judge") as session:
-        result = steps.judge(session, judge_backend, gold, low_quality_at)
+        result = steps.judge(session, judge_backend, gold, low_quality_at, convention)
         sha = judge_agreement.gold_sha(gold)
-        params = {"llm": judge_backend.name, "model": judge_backend.model, "low_quality_at": low_quality_at}
+        params = {"llm": judge_backend.name, "model": judge_backend.model, "low_quality_at": low_quality_at,
+                  "convention": convention}
         run_id = evalstore.eval_run_id(JUDGE_TASK, judge_backend.model, sha, params)
         metrics: dict[str, float] = {"n": float(result.judged)}
+        notes = {}
         for name, confusion in result.per_dimension.items():
             metrics[f"f1_{name}"] = confusion.f1
+            metrics[f"baseline_always_high_f1_{name}"] = result.baseline[name].f1
+            notes[f"f1_{name}"] = result.positive()
             metrics.update({f"{count}_{name}": float(getattr(confusion, count)) for count in ("tp", "fp", "fn", "tn")})
+        notes["f1_overall"] = f"{result.positive()}; {result.lines()[1]}"
         items = [ItemResult(pair.key, None, {d: pair.scores[d] for d in DIMENSIONS},
                             result.predicted.get(pair.key) or {}, {},
                             "ok" if pair.key in result.predicted else "failed",
                             None if pair.key in result.predicted else "the judge gave no valid scores")
                  for pair in gold]
         evalstore.save_run(session.con, run_id, JUDGE_TASK, judge_backend.model, path.name, sha, params, items,
-                           metrics, started, backend=judge_backend.name, model=judge_backend.model)
+                           metrics, started, backend=judge_backend.name, model=judge_backend.model, notes=notes)
         session.report.results.update({"eval_run_id": run_id, "lines": result.lines()})
         session.report.add("judged", result.judged)
         for failure in result.failures:

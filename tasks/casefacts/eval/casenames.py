@@ -1,7 +1,8 @@
 """Match Supreme Court case names written by people or models to case ids.
 
-Names are normalised (accents, case, punctuation, "v."/"vs."/"versus", "et al.", "&", trailing
-"(1)"-style counters, "Inc."/"Co." endings) and looked up exactly; a name with no exact match is
+Names are normalised (literal "\\u00e9"-style escapes decoded, as the builder's normaliser does;
+accents, case, punctuation, "v."/"vs."/"versus", "et al.", "&", trailing "(1)"-style counters,
+"Inc."/"Co." endings) and looked up exactly; a name with no exact match is
 matched fuzzily (difflib ratio ≥ threshold) against the normalised names. One name may map to
 several ids (the same caption decided twice); all of them count as that case.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 DEFAULT_FUZZY_THRESHOLD = 0.9
 
+_LITERAL_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _COUNTER = re.compile(r"\(\s*\d+\s*\)\s*$")
 _ET_AL = re.compile(r"\bet\.?\s+al\.?", re.IGNORECASE)
 _VERSUS = re.compile(r"\b(?:vs?|versus)\b\.?", re.IGNORECASE)
@@ -28,7 +30,8 @@ _ABBREVIATIONS = {"ins": "insurance", "assn": "association", "dept": "department
 
 
 def normalise_case_name(name: str) -> str:
-    text = unicodedata.normalize("NFKD", name or "")
+    text = _LITERAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), name or "")
+    text = unicodedata.normalize("NFKD", text)
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     text = text.replace("’", "'").replace("&", " and ")
     text = _COUNTER.sub("", text.strip())

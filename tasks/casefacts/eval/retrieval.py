@@ -4,12 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from caseforge.retrieval import Retriever
-from caseforge.tasks.casefacts.eval.claims import Claim, GoldEvidence, resolve_gold
+from caseforge.tasks.casefacts.eval.claims import (DEFAULT_GOLD_RULE, GOLD_RULES, Claim, GoldEvidence,
+                                                   resolve_gold)
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
 from caseforge.tasks.casefacts.eval.metrics import aggregate, claim_scores
 from caseforge.evalstore import ItemResult
 
-MISSING_GOLD_POLICIES = ("skip", "miss")
+MISSING_GOLD_POLICIES = ("skip", "miss", "drop")
 RETRIEVAL_SYSTEMS = ("bm25", "qlm", "dense", "hybrid")
 RETRIEVAL_KS = (1, 5, 10)
 
@@ -21,16 +22,44 @@ class PreparedClaim:
     skip_reason: str | None
 
 
-def prepare(claims: list[Claim], names: CaseNameIndex, corpus_ids: set[str], missing_gold: str = "skip") -> list[PreparedClaim]:
-    """Resolve each claim's gold cases. Policy `skip`: a claim with any gold case outside the corpus is
-    skipped (recorded with the names); `miss`: it is scored, the absent cases counting as not found."""
-    if missing_gold not in MISSING_GOLD_POLICIES:
+def missing_gold_policy(gold_rule: str, missing_gold: str | None) -> str:
+    """The policy for gold names outside the corpus: the one asked for, else the gold rule's own."""
+    if gold_rule not in GOLD_RULES:
+        raise ValueError(f"unknown gold rule {gold_rule!r} (choose from {', '.join(GOLD_RULES)})")
+    policy = missing_gold or GOLD_RULES[gold_rule]
+    if policy not in MISSING_GOLD_POLICIES:
         raise ValueError(f"missing_gold must be one of {MISSING_GOLD_POLICIES}")
+    return policy
+
+
+def describe_gold_rule(gold_rule: str, missing_gold: str | None) -> str:
+    """One line saying which gold rule and missing-name policy a run used (printed with its numbers)."""
+    policy = missing_gold_policy(gold_rule, missing_gold)
+    names = ("the claim's case_name only" if gold_rule == "paper"
+             else "the claim's case_name plus every overruling_case")
+    what = {"drop": "names missing from the corpus are dropped; a claim with none left is not scored",
+            "skip": "a claim with any gold name missing from the corpus is not scored",
+            "miss": "gold names missing from the corpus count as not found"}[policy]
+    default = "" if missing_gold in (None, GOLD_RULES[gold_rule]) else f" (--missing-gold {policy})"
+    return f"{gold_rule}: {names}; {what}{default}"
+
+
+def prepare(claims: list[Claim], names: CaseNameIndex, corpus_ids: set[str], missing_gold: str | None = None,
+            gold_rule: str = DEFAULT_GOLD_RULE) -> list[PreparedClaim]:
+    """Resolve each claim's gold cases under `gold_rule` (claims.GOLD_RULES). Names outside the corpus,
+    by policy (default: the rule's own): `skip` leaves out a claim with any of them (recorded with the
+    names); `miss` scores every claim, absent cases counting as not found (a claim with none in the corpus
+    scores 0); `drop` removes them from the gold and leaves out only a claim with none left."""
+    policy = missing_gold_policy(gold_rule, missing_gold)
     prepared = []
     for claim in claims:
-        gold = resolve_gold(claim, names, corpus_ids)
+        gold = resolve_gold(claim, names, corpus_ids, gold_rule)
         reason = None
-        if gold.missing and (missing_gold == "skip" or not gold.cases):
+        if policy == "drop":
+            gold.dropped, gold.missing = gold.missing, []
+            if not gold.cases:
+                reason = "no gold case in corpus: " + "; ".join(gold.dropped)
+        elif gold.missing and policy == "skip":
             reason = "gold case not in corpus: " + "; ".join(gold.missing)
         prepared.append(PreparedClaim(claim, gold, reason))
     return prepared
@@ -38,7 +67,7 @@ def prepare(claims: list[Claim], names: CaseNameIndex, corpus_ids: set[str], mis
 
 def gold_record(p: PreparedClaim) -> dict:
     return {"label": p.claim.label, "cases": [sorted(ids) for ids in p.gold.cases],
-            "missing": p.gold.missing, "fuzzy": p.gold.fuzzy}
+            "missing": p.gold.missing, "dropped": p.gold.dropped, "fuzzy": p.gold.fuzzy}
 
 
 def score_claim(p: PreparedClaim, predicted_ids: list[str], predicted_label: str | None = None,

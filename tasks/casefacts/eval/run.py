@@ -13,12 +13,14 @@ from caseforge.artifacts import publish_metrics
 from caseforge.config import PROJECT_ROOT, Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
+from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.tasks.casefacts.eval import fusion as casefacts_fusion
 from caseforge.tasks.casefacts.eval import retrieval
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex
-from caseforge.tasks.casefacts.eval.claims import file_sha, load_claims
+from caseforge.tasks.casefacts.eval.claims import DEFAULT_GOLD_RULE, file_sha, load_claims
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,12 @@ TASK = "casefacts"
 LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
 SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
 DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "casefacts"
+# BM25 and QLM on Snowball (Porter2) stems by default: the paper does not say how its BM25 tokenised, and a
+# "BM25" baseline row is what the usual toolkits give (Lucene/Pyserini's English analyzer stems; bm25s
+# documents PyStemmer). Measured on the released train split (samples warehouse, paper's gold rule):
+# recall@1/5/10 0.106/0.196/0.240 stemmed vs 0.087/0.163/0.201 on surface forms. `--stemmer none` for those.
+DEFAULT_STEMMER = "english"
+LEXICAL = ("bm25", "qlm", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,7 @@ class Options:
     claims: str
     system: str
     k: int = 10
-    missing_gold: str = "skip"
+    missing_gold: str | None = None           # None: the gold rule's own policy (claims.GOLD_RULES)
     limit: int | None = None
     index_dir: str | None = None
     mu: float = 2000.0
@@ -47,15 +55,34 @@ class Options:
     max_rounds: int = 2
     seed: int = 0
     out_dir: str | None = None
+    gold_rule: str = DEFAULT_GOLD_RULE
+    stemmer: str | None = DEFAULT_STEMMER
+    fusion: str = casefacts_fusion.DEFAULT_FUSION.method
+    fusion_weights: tuple[float, ...] | None = None   # None: DEFAULT_FUSION's for `score`, equal for `rrf`
+    tune_on: str | None = None                          # a train claims file: tune the fusion on it
+
+    def hybrid_fusion(self) -> Fusion:
+        """The fusion used unless --tune-on chooses one."""
+        if self.fusion == "score":
+            weights = tuple(self.fusion_weights) if self.fusion_weights else casefacts_fusion.DEFAULT_FUSION.weights
+        else:
+            weights = tuple(self.fusion_weights or ())
+        return Fusion(self.fusion, weights, self.rrf_k, casefacts_fusion.DEFAULT_FUSION.depth)
 
     def params(self) -> dict:
         """What identifies the run besides the system and the claims (see evalstore.eval_run_id)."""
-        params = {"k": self.k, "missing_gold": self.missing_gold, "limit": self.limit,
-                  "fuzzy_threshold": self.fuzzy_threshold}
+        params = {"k": self.k, "gold_rule": self.gold_rule,
+                  "missing_gold": retrieval.missing_gold_policy(self.gold_rule, self.missing_gold),
+                  "limit": self.limit, "fuzzy_threshold": self.fuzzy_threshold}
+        if self.system in LEXICAL or (self.system in ("retrieve-verify", "case") and self.retriever in LEXICAL):
+            params["stemmer"] = self.stemmer or "none"
         if self.system == "qlm" or self.retriever == "qlm":
             params["mu"] = self.mu
-        if self.system == "hybrid" or self.retriever == "hybrid":
-            params["rrf_k"] = self.rrf_k
+        if self.system == "hybrid" or (self.system in ("retrieve-verify", "case") and self.retriever == "hybrid"):
+            if self.tune_on:
+                params["fusion"] = {"tuned_on": Path(self.tune_on).name, "sha": file_sha(Path(self.tune_on))}
+            else:
+                params["fusion"] = self.hybrid_fusion().params()
         if self.system in LLM_SYSTEMS:
             choice = Backends(self.llm, {"system": self.model}).choice(f"casefacts-{self.system}", "system")
             params.update({"llm": choice.backend, "model": choice.model})
@@ -74,7 +101,7 @@ def prepare_step(session: RunSession, options: Options):
         session.report.fail(f"{item_id}: {reason}")
     corpus = scotus_corpus(session.con)
     names = CaseNameIndex(scotus_case_names(session.con), threshold=options.fuzzy_threshold)
-    prepared = retrieval.prepare(claims, names, set(corpus.ids), options.missing_gold)
+    prepared = retrieval.prepare(claims, names, set(corpus.ids), options.missing_gold, options.gold_rule)
     session.report.add("claims", len(claims))
     session.report.add("claims_invalid", len(problems))
     session.report.add("skipped_gold_missing", sum(1 for p in prepared if p.skip_reason))
@@ -84,8 +111,18 @@ def prepare_step(session: RunSession, options: Options):
 
 def answer_step(session: RunSession, options: Options, corpus, names, prepared):
     def retriever_for(kind: str):
-        return build_retriever(kind, corpus, options.index_dir, mu=options.mu, rrf_k=options.rrf_k,
-                               dense_model=options.dense_model)
+        retriever = build_retriever(kind, corpus, options.index_dir, mu=options.mu, rrf_k=options.rrf_k,
+                                    dense_model=options.dense_model, stemmer=options.stemmer,
+                                    fusion=options.hybrid_fusion())
+        description = retriever.describe()
+        if kind == "hybrid" and options.tune_on:
+            tuned = casefacts_fusion.tune_on_claims(Path(options.tune_on), names, set(corpus.ids), retriever.parts,
+                                                    [p.claim.claim for p in prepared], options.gold_rule,
+                                                    options.missing_gold)
+            retriever = HybridRetriever(corpus, retriever.parts, fusion=tuned.fusion)
+            description = f"{retriever.describe()}; {tuned.describe()} ({Path(options.tune_on).name})"
+        session.report.results["retriever"] = description
+        return retriever
 
     if options.system in retrieval.RETRIEVAL_SYSTEMS:
         return retrieval.evaluate_retrieval(prepared, retriever_for(options.system), options.k)
@@ -95,6 +132,22 @@ def answer_step(session: RunSession, options: Options, corpus, names, prepared):
                                   Backends(options.llm, {"system": options.model}, replay_file=options.replay_file),
                                   retriever=options.retriever, k=options.k, max_rounds=options.max_rounds,
                                   seed=options.seed)
+
+
+def composition_metrics(corpus) -> dict[str, float]:
+    """The corpus's size and composition as metrics (`corpus_docs`, `corpus_docs/<kind>`), stored with every run."""
+    metrics = {"corpus_docs": float(len(corpus))}
+    metrics.update({f"corpus_docs/{kind}": float(count) for kind, count in corpus.composition.items()})
+    return metrics
+
+
+def describe_composition(corpus) -> str:
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(corpus.composition.items(),
+                                                                     key=lambda kv: COMPOSITION_ORDER.get(kv[0], 9)))
+    return f"{len(corpus)} documents" + (f": {kinds}" if kinds else "")
+
+
+COMPOSITION_ORDER = {"facts+question+conclusion": 0, "api_partial": 1, "facts_only": 2}
 
 
 @dataclass(frozen=True)
@@ -118,13 +171,18 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         corpus, names, prepared, invalid = steps.prepare(session, options)
         items = invalid + steps.answer(session, options, corpus, names, prepared)
         metrics = retrieval.summarise(items)
+        metrics.update(composition_metrics(corpus))
+        notes = {"n": retrieval.describe_gold_rule(options.gold_rule, options.missing_gold),
+                 "corpus_docs": describe_composition(corpus)}
+        if session.report.results.get("retriever"):
+            notes["recall@1"] = session.report.results["retriever"]
         session.report.add("scored", int(metrics["n"]))
         session.report.add("failed_items", int(metrics["n_failed"]))
         for item in items:
             if item.status == "failed" and item not in invalid:
                 session.report.fail(f"{item.item_id}: {item.reason}")
         evalstore.save_run(session.con, run_id, TASK, options.system, Path(options.claims).name, sha, params, items,
-                           metrics, started)
+                           metrics, started, notes=notes)
         header = {"task": TASK, "system": options.system, "dataset": Path(options.claims).name, "params": params}
         paths = evalstore.export_run(Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR, run_id, header,
                                      items, metrics)
