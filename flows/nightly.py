@@ -256,8 +256,14 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 outcomes.append(_gated(con, stage, name, entry.inputs,
                                        lambda entry=entry, opts=opts: entry.run(settings, **opts), run_id,
                                        options.force, depends_on(entry, opts)))
+        failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
         for name, release in sorted(releases.items()):
             folder = release_dir / name
+            partial = sorted(set(release.inputs) & set(failed_tables))
+            if partial:
+                outcomes.append(StageOutcome("export", name, "skipped", note="not released: " + "; ".join(
+                    f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
+                continue
             force = options.force or not folder.is_dir()
             outcomes.append(_gated(con, "export", name, release.inputs,
                                    lambda release=release, folder=folder: release.write(con, folder), run_id, force))
@@ -271,6 +277,16 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     finally:
         con.close()
     return result
+
+
+def _tables_of_failed(outcomes: list[StageOutcome], entries: dict[str, dict]) -> dict[str, str]:
+    """Table → the stage that writes it, for every stage that failed tonight (its tables may be partial)."""
+    tables = {}
+    for o in outcomes:
+        entry = entries.get(o.stage, {}).get(o.name)
+        if o.failed and entry is not None:
+            tables.update({table: f"{o.stage} {o.name}" for table in getattr(entry, "outputs", ())})
+    return tables
 
 
 def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:

@@ -186,6 +186,11 @@ def _aquaechr_release():
     return write
 
 
+def _casegen_release():
+    from caseforge.tasks.casegen.release import write
+    return write
+
+
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("oyez", "U.S. Supreme Court cases from api.oyez.org (or replayed case-detail JSON files)", _oyez,
            outputs=("curated.scotus_cases", "curated.scotus_legacy"), archive_source="oyez",
@@ -245,4 +250,6 @@ RELEASES: dict[str, Release] = {r.name: r for r in (
             inputs=("curated.scotus_cases",)),
     Release("casefacts", "CaseFacts claims per split", _casefacts_release, inputs=("curated.casefacts_claims",)),
     Release("aquaechr", "AQuAECHR kept question–answer pairs", _aquaechr_release, inputs=("curated.aquaechr_qa",)),
+    Release("casegen", "CaseGen drafting items with their inputs and references", _casegen_release,
+            inputs=("curated.casegen_items",)),
 )}

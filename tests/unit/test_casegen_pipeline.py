@@ -439,3 +439,34 @@ def test_an_evaluation_whose_judge_gave_no_readable_score_fails(db_path, tmp_pat
     metrics = {name: value for name, (value, _) in stored_metrics(db_path, report.results["eval_run_ids"][
         double.DRAFTER]).items()}
     assert metrics["n"] == 12 and "judge_overall" not in metrics      # stored, and scored by nothing
+
+
+def test_the_casegen_release_holds_every_item_with_its_inputs_and_verifies(db_path, tmp_path):
+    from caseforge.release import verify_release
+    from caseforge.tasks.casegen import release
+
+    built(db_path)
+    con = connect(db_path)
+    try:
+        items = con.execute("SELECT item_id, task FROM curated.casegen_items ORDER BY item_id").fetchall()
+        written = release.write(con, tmp_path / "casegen")
+    finally:
+        con.close()
+    assert verify_release(written.path) == []
+    rows = [json.loads(line) for line in (written.path / "data" / "casegen_items.jsonl").read_text().splitlines()]
+    assert sorted((r["item_id"], r["task"]) for r in rows) == items and len(items) == 12
+    assert all(isinstance(r["inputs"], dict) and r["reference"] for r in rows)
+    card = (written.path / "README.md").read_text()
+    assert "## Distribution: task" in card and "CC BY-NC-SA 4.0" in card
+
+
+def test_an_empty_casegen_table_is_not_released(db_path, tmp_path):
+    from caseforge.tasks.casegen import release
+
+    con = connect(db_path)
+    try:
+        with pytest.raises(RuntimeError, match="casegen_items is empty"):
+            release.write(con, tmp_path / "casegen")
+    finally:
+        con.close()
+    assert not (tmp_path / "casegen").exists()

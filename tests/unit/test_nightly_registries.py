@@ -243,3 +243,20 @@ def test_a_source_whose_sample_folder_is_absent_is_skipped(tmp_path):
         "from_dir": str(tmp_path / "oyez" / "cases"), "legacy_table": str(tmp_path / "oyez" / "legacy_justice_table.csv")}
     assert nightly.source_kwargs(hudoc, True, tmp_path) is None
     assert nightly.source_kwargs(hudoc, False, tmp_path) == {}
+
+
+def test_no_release_is_written_from_a_table_whose_stage_failed_tonight(registries, tmp_path):
+    write_alpha = make_source_double("alpha", registries["alpha_rows"], barrier=None)
+
+    def alpha_fails_half_way(settings, **kwargs):
+        write_alpha(settings)                         # some rows landed, then the source failed
+        raise ConnectionError("upstream closed the connection on page 2")
+
+    kwargs = registries["kwargs"]
+    kwargs["sources"] = {"alpha": SourceDouble("alpha", "alpha (double)", None, outputs=("curated.alpha",),
+                                               archive_source="alpha", refresh=alpha_fails_half_way)}
+    result = run_nightly(load_settings(tmp_path / "cf.duckdb"), registries)
+    export = by_name(result)[("export", "alpha")]
+    assert not result.ok and registries["written"] == []
+    assert (export.status, export.note) == (
+        "skipped", "not released: curated.alpha comes from source alpha, which failed tonight")
