@@ -438,7 +438,8 @@ def test_an_evaluation_whose_judge_gave_no_readable_score_fails(db_path, tmp_pat
     assert report.failures == [f"judge {double.JUDGE}: 0 of 12 judged drafts gave a readable score"]
     metrics = {name: value for name, (value, _) in stored_metrics(db_path, report.results["eval_run_ids"][
         double.DRAFTER]).items()}
-    assert metrics["n"] == 12 and "judge_overall" not in metrics      # stored, and scored by nothing
+    # stored, and scored by nothing: every score missing, each counted
+    assert metrics["n"] == 12 and metrics["judge_overall"] is None and metrics["n_judge_scores_missing"] == 57
 
 
 def test_the_casegen_release_holds_every_item_with_its_inputs_and_verifies(db_path, tmp_path):
