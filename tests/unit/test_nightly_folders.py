@@ -35,7 +35,7 @@ def nightly_on(settings, label: str, written: list):
         written.append(folder)
 
     releases = {"alpha": ReleaseDouble("alpha", "alpha (double)", None, inputs=("curated.alpha",), writer=write)}
-    return nightly.run_nightly(settings, None, sources={}, builders={}, releases=releases, plots={})
+    return nightly.run_nightly(settings, None, sources={}, builders={}, evaluations={}, releases=releases, plots={})
 
 
 def test_two_warehouses_in_one_folder_keep_their_run_folders_and_releases(tmp_path):

@@ -85,3 +85,20 @@ def test_threads_can_open_the_same_warehouse_at_once(db_path):
     with ThreadPoolExecutor(max_workers=6) as pool:
         counts = list(pool.map(open_and_count, range(24)))
     assert len(set(counts)) == 1 and counts[0] > 0
+
+
+def test_a_warehouse_killed_right_after_its_migrations_opens_again(tmp_path):
+    """DuckDB 1.5.5 could not replay the WAL that migration 113 (ALTER TABLE ops.runs) leaves before a
+    checkpoint: a process killed then left a warehouse nothing could open (a fan-out shard's work file
+    did, when its worker was killed)."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "killed.duckdb"
+    subprocess.run([sys.executable, "-c", "import os, sys\nfrom caseforge.warehouse import connect\n"
+                    "con = connect(sys.argv[1])\nos._exit(9)", str(db)], check=False, timeout=120)   # no close, no checkpoint
+    con = connect(db)
+    try:
+        assert con.execute("SELECT count(*) FROM ops.runs").fetchone() == (0,)
+    finally:
+        con.close()

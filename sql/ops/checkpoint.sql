@@ -1,0 +1,2 @@
+-- Write the WAL into the database file (after migrations: see caseforge.warehouse.migrate).
+CHECKPOINT;
