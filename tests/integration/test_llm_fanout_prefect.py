@@ -176,8 +176,10 @@ max_submissions = 3
     in_shard = killed["claims"]
     asked_twice = sum(1 for c in asked if c in in_shard) - len(in_shard)
     assert {c for c in asked if c in in_shard} == in_shard
-    # lost at most: 2 in flight and 1 answered but not yet saved
-    assert 0 <= asked_twice <= 3 and asked_twice < killed["asked_before_kill"], (asked_twice, killed)
+    # lost at most what the worker's job had not committed: its 2 requests in flight (concurrency 2) and the
+    # answers of one unfinished write (the job commits every batch_size = 2 answers; a kill during that
+    # commit loses both)
+    assert 0 <= asked_twice <= 2 + 2 and asked_twice < killed["asked_before_kill"], (asked_twice, killed)
     assert sum(1 for c in asked if c not in in_shard) == claims - len(in_shard)   # no other shard ran twice
     # no shard file left behind
     assert [p for p in shard_dir.rglob("*") if p.is_file()] == []
