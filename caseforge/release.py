@@ -48,6 +48,10 @@ PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, version="2.6", u
                        write_statistics=True, data_page_version="1.0", row_group_size=100_000)
 
 
+class NothingToRelease(RuntimeError):
+    """The release's table has no row to release (not built yet, or every item removed by its checks)."""
+
+
 @dataclass(frozen=True)
 class Release:
     path: Path

@@ -30,6 +30,7 @@ from caseforge.config import Settings
 from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
 from caseforge.flows import registry
+from caseforge.release import NothingToRelease
 from caseforge.runs import StageReport, finish_run, start_run
 from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
 
@@ -177,6 +178,8 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     llm_before = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0]
     try:
         result = run()
+    except NothingToRelease as exc:          # a weak model kept nothing: said, not a crash
+        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"nothing to release: {exc}")
     except Exception as exc:
         log.exception("%s %s failed", stage, name)
         return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])

@@ -261,11 +261,14 @@ def _completions_as_finished(backend, requests: list[LLMRequest]) -> Iterator[tu
         yield from enumerate(completions, start)
 
 
+CUT_OFF = "answer cut off at max_tokens"      # the reason of a prose answer that reached the limit
+
+
 def _parse(completion: Completion, output_model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
     if completion.error is not None:
         return None, completion.error
     if output_model is FreeText and completion.finish_reason == "length":
-        return None, f"answer cut off at max_tokens ({completion.completion_tokens or '?'} tokens)"
+        return None, f"{CUT_OFF} ({completion.completion_tokens or '?'} tokens)"
     try:
         return parse_output(completion.text, output_model), None
     except InvalidOutput as exc:

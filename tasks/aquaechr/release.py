@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import Release, write_release
+from caseforge.release import NothingToRelease, Release, write_release
 from caseforge.warehouse import run_sql
 
 DATASET = "aquaechr"
@@ -42,7 +42,7 @@ def distributions_of(pairs: pd.DataFrame) -> dict[str, list[int]]:
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     pairs = run_sql(con, "aquaechr/release_pairs.sql").df()
     if pairs.empty:
-        raise RuntimeError("curated.aquaechr_qa has no kept pairs: run `caseforge build aquaechr` first")
+        raise NothingToRelease("curated.aquaechr_qa has no kept pairs: run `caseforge build aquaechr` first")
     pairs["citations"] = pairs["citations"].map(json.loads)
     per_guide = run_sql(con, "aquaechr/counts_by_guide_strategy.sql").fetchall()
     removals = {reason: int(n) for reason, n in run_sql(con, "aquaechr/removal_reasons.sql").fetchall()}

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import Release, write_release
+from caseforge.release import NothingToRelease, Release, write_release
 from caseforge.warehouse import run_sql
 
 DATASET = "casefacts"
@@ -22,7 +22,7 @@ def _rows(cursor) -> list[dict]:
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     claims = run_sql(con, "casefacts/export_claims.sql").df()
     if claims.empty:
-        raise RuntimeError("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
+        raise NothingToRelease("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
     for column in ("evidence_case_ids", "overruling_case_ids"):
         claims[column] = claims[column].map(json.loads)
     for column in ("evidence_case_names", "overruling_case_names"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import Release, write_release
+from caseforge.release import NothingToRelease, Release, write_release
 from caseforge.warehouse import run_sql
 
 DATASET = "casegen"
@@ -17,7 +17,7 @@ INPUTS = ("curated.casegen_items",)
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     items = run_sql(con, "casegen/release_items.sql").df()
     if items.empty:
-        raise RuntimeError("curated.casegen_items is empty: run `caseforge build casegen` first")
+        raise NothingToRelease("curated.casegen_items is empty: run `caseforge build casegen` first")
     items["inputs"] = items["inputs"].map(json.loads)
     skips = {f"{task}: {reason}": int(n) for task, reason, n in con.execute(
         "SELECT task, reason, count(*) FROM curated.casegen_item_skips GROUP BY ALL").fetchall()}

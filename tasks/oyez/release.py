@@ -5,7 +5,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import Release, write_release
+from caseforge.release import NothingToRelease, Release, write_release
 from caseforge.warehouse import run_sql
 
 DATASET = "scotus"
@@ -15,7 +15,7 @@ INPUTS = ("curated.scotus_cases",)
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     cases = run_sql(con, "oyez/release_scotus_cases.sql").df()
     if cases.empty:
-        raise RuntimeError("curated.scotus_cases is empty: run `caseforge ingest oyez` first")
+        raise NothingToRelease("curated.scotus_cases is empty: run `caseforge ingest oyez` first")
     payloads = run_sql(con, "oyez/release_payloads.sql").df()
     distributions: dict[str, dict[str, int]] = {}
     for name, value, n in run_sql(con, "oyez/release_distribution.sql").fetchall():

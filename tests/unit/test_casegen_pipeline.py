@@ -462,12 +462,38 @@ def test_the_casegen_release_holds_every_item_with_its_inputs_and_verifies(db_pa
 
 
 def test_an_empty_casegen_table_is_not_released(db_path, tmp_path):
+    from caseforge.release import NothingToRelease
     from caseforge.tasks.casegen import release
 
     con = connect(db_path)
     try:
-        with pytest.raises(RuntimeError, match="casegen_items is empty"):
+        with pytest.raises(NothingToRelease, match="casegen_items is empty"):
             release.write(con, tmp_path / "casegen")
     finally:
         con.close()
     assert not (tmp_path / "casegen").exists()
+
+
+def test_a_draft_that_reaches_max_new_tokens_is_scored_as_written_and_marked(db_path, tmp_path, monkeypatch,
+                                                                               scripted):
+    from caseforge.llm.types import Completion
+
+    original = double.ScriptedCaseGenBackendDouble.complete_batch
+
+    def drafts_reach_the_limit(self, requests):
+        out = original(self, requests)
+        return [Completion(text=c.text, finish_reason="length", completion_tokens=256)
+                if r.template_id.endswith("generate_facts.j2") else c for r, c in zip(requests, out)]
+
+    monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "complete_batch", drafts_reach_the_limit)
+    config = built(db_path)
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                      out_dir=str(tmp_path / "reports"), plots=False)
+    report, _ = eval_pipeline.run_eval(config, params)
+    assert report.ok, report.failures
+    assert report.counts["drafts_cut_at_max_new_tokens"] == 3
+    rows = outputs(db_path, report.results["eval_run_ids"][double.DRAFTER])
+    facts = [r for r in rows if r["gold"]["task"] == "facts"]
+    assert len(facts) == 3 and all(r["status"] == "ok" and r["predicted"]["output_cut_at_max_new_tokens"]
+                                   and r["predicted"]["text"] and "rougeL_char_f1" in r["scores"] for r in facts)
+    assert not any(r["predicted"]["output_cut_at_max_new_tokens"] for r in rows if r["gold"]["task"] != "facts")

@@ -260,3 +260,18 @@ def test_no_release_is_written_from_a_table_whose_stage_failed_tonight(registrie
     assert not result.ok and registries["written"] == []
     assert (export.status, export.note) == (
         "skipped", "not released: curated.alpha comes from source alpha, which failed tonight")
+
+
+def test_a_release_with_nothing_to_release_is_skipped_and_says_why(registries, tmp_path):
+    from caseforge.release import NothingToRelease
+
+    def nothing_kept(con, folder):
+        raise NothingToRelease("curated.alpha has no kept rows: 0 of 2 survived the checks")
+
+    registries["kwargs"]["releases"] = {"alpha": ReleaseDouble("alpha", "alpha (double)", None,
+                                                               inputs=("curated.alpha",), writer=nothing_kept)}
+    result = run_nightly(load_settings(tmp_path / "cf.duckdb"), registries)
+    export = by_name(result)[("export", "alpha")]
+    assert result.ok, result.failures()
+    assert (export.status, export.note) == (
+        "skipped", "nothing to release: curated.alpha has no kept rows: 0 of 2 survived the checks")

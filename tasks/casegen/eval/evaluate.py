@@ -86,6 +86,7 @@ class Generation:
     input_length_kept: int
     text: str | None
     error: str | None = None
+    output_cut: bool = False     # the draft reached max_new_tokens: scored as written, marked
 
     @property
     def ok(self) -> bool:
@@ -110,7 +111,8 @@ class Judgement:
 
 def run_generation(con, backend, items: list[dict], config: EvalConfig, report: StageReport) -> list[Generation]:
     """One draft per item by `backend`'s model (cached by request identity): every item gives a Generation,
-    a failed call one without text and with the reason."""
+    a failed call one without text and with the reason. A draft that reached max_new_tokens is kept as
+    written and marked (output_cut), as a length-capped generation is scored in the paper's setting."""
     requests, cuts = generation_requests(items, config)
     unit = "chars" if config.max_input_tokens is None else "tokens"
     result = run_text_job(con, GENERATE_STEP, backend, requests)
@@ -119,15 +121,19 @@ def run_generation(con, backend, items: list[dict], config: EvalConfig, report: 
     generations = []
     for item in items:
         key, cut = item["item_id"], cuts[item["item_id"]]
-        failed = result.failures.get(key)
+        text, failed = result.texts.get(key), result.failures.get(key)
+        output_cut = text is None and key in result.cut_texts
+        if output_cut:
+            text, failed = result.cut_texts[key], None
+            report.add("drafts_cut_at_max_new_tokens")
         if failed:
             report.fail(f"generation {backend.model} {key}: {failed}")
         report.add("inputs_cut", int(cut.cut))
         generations.append(Generation(
             item_id=key, task=item["task"], model=backend.model, backend=backend.name,
             request_identity=result.identities[key], input_cut=cut.cut, input_unit=unit,
-            input_length=cut.original_length, input_length_kept=cut.kept_length, text=result.texts.get(key),
-            error=None if key in result.texts else (failed or "no output")))
+            input_length=cut.original_length, input_length_kept=cut.kept_length, text=text,
+            error=None if text is not None else (failed or "no output"), output_cut=output_cut))
     return generations
 
 

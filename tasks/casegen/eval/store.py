@@ -65,6 +65,7 @@ def item_results(items: list[dict], generations: list[Generation], judgements: d
         predicted = {"text": g.text, "backend": g.backend, "request_identity": g.request_identity,
                      "input": {"cut": g.input_cut, "unit": g.input_unit, "length": g.input_length,
                                "kept": g.input_length_kept},
+                     "output_cut_at_max_new_tokens": g.output_cut,
                      "judge": judge_reading(judgement), "ops_run_id": ops_run_id}
         item_scores: dict[str, float | None] = {}
         if judgement is not None and not judgement.error:

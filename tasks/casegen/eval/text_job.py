@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from caseforge.llm import FreeText, LLMRequest, run_job
+from caseforge.llm.jobs import CUT_OFF
 
 
 @dataclass
@@ -17,6 +18,7 @@ class TextResult:
     texts: dict[str, str] = field(default_factory=dict)          # request key -> text
     failures: dict[str, str] = field(default_factory=dict)       # request key -> reason
     identities: dict[str, str] = field(default_factory=dict)     # request key -> request identity
+    cut_texts: dict[str, str] = field(default_factory=dict)      # failed only by reaching max_tokens: its text
     cache_hits: int = 0
     backend_calls: int = 0
 
@@ -32,4 +34,6 @@ def run_text_job(con: duckdb.DuckDBPyConnection, step: str, backend, requests: l
     result.identities = {r.key: r.identity(backend.model) for r in requests}
     result.texts = {key: output.text for key, output in job.outputs.items()}
     result.failures = {key: failure.reason for key, failure in job.failures.items()}
+    result.cut_texts = {key: failure.raw for key, failure in job.failures.items()
+                        if failure.reason.startswith(CUT_OFF) and (failure.raw or "").strip()}
     return result
