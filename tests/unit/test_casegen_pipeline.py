@@ -497,3 +497,16 @@ def test_a_draft_that_reaches_max_new_tokens_is_scored_as_written_and_marked(db_
     assert len(facts) == 3 and all(r["status"] == "ok" and r["predicted"]["output_cut_at_max_new_tokens"]
                                    and r["predicted"]["text"] and "rougeL_char_f1" in r["scores"] for r in facts)
     assert not any(r["predicted"]["output_cut_at_max_new_tokens"] for r in rows if r["gold"]["task"] != "facts")
+
+
+def test_judge_requests_constrain_the_reply_to_every_score_of_the_task(replayed):
+    from caseforge.tasks.casegen.eval.evaluate import JUDGE_STEP
+
+    requests = [json.loads(r[0]) for r in query(replayed[0], "SELECT request FROM ops.llm_calls WHERE step = ?",
+                                                [JUDGE_STEP])]
+    assert len(requests) == 12
+    facts = next(r for r in requests if "“经审理查明”的事实部分" in r["messages"][-1]["content"])
+    schema = facts["json_schema"]
+    assert schema["required"] == ["分析", "事实准确性", "相关性", "逻辑连贯性", "完整性", "总体评分"]
+    assert schema["properties"]["总体评分"] == {"type": "integer", "minimum": 1, "maximum": 10}
+    assert schema["additionalProperties"] is False

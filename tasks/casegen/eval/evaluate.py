@@ -13,7 +13,7 @@ from caseforge.llm import SamplingParams, request_from_template
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.eval import metrics
 from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
-from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply
+from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply, reply_schema
 from caseforge.tasks.casegen.eval.text_job import run_text_job
 from caseforge.tasks.casegen.eval.truncate import cut_middle
 from caseforge.warehouse import run_sql, sql_text
@@ -147,8 +147,9 @@ def run_judging(con, judge_backend, generations: list[Generation], items: list[d
     for g in judged:
         item = by_id[g.item_id]
         case_input = cut_middle(case_input_text(g.task, item["inputs"]), config.judge_max_input_chars).text
-        requests.append(request_from_template(g.key, f"casegen/eval/judge_{g.task}.j2", params=params,
-                                              case_input=case_input, reference=item["reference"], candidate=g.text))
+        request = request_from_template(g.key, f"casegen/eval/judge_{g.task}.j2", params=params,
+                                        case_input=case_input, reference=item["reference"], candidate=g.text)
+        requests.append(request.model_copy(update={"json_schema": reply_schema(g.task)}))
     result = run_text_job(con, JUDGE_STEP, judge_backend, requests)
     for name, n in result.counts("judge").items():
         report.add(name, n)

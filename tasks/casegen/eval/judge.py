@@ -48,6 +48,20 @@ def dimensions_for(task: str) -> list[tuple[str, str, tuple[str, ...]]]:
     return [*DIMENSIONS[task], OVERALL]
 
 
+ANALYSIS_KEY, ANALYSIS_MAX_CHARS = "分析", 600
+
+
+def reply_schema(task: str) -> dict:
+    """The JSON a judge reply must be where the backend decodes under a schema: a short analysis, then every
+    dimension of `task` and the overall score, each an integer 1..10 under its Chinese name (the names the
+    prompt uses), all required. A small judge then cannot ramble past max_tokens or leave a score out."""
+    scores = {chinese: {"type": "integer", "minimum": int(SCORE_MIN), "maximum": int(SCORE_MAX)}
+              for _, chinese, _ in dimensions_for(task)}
+    properties = {ANALYSIS_KEY: {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, **scores}
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
 @dataclass
 class DimensionScore:
     dimension: str
