@@ -508,5 +508,5 @@ def test_judge_requests_constrain_the_reply_to_every_score_of_the_task(replayed)
     facts = next(r for r in requests if "“经审理查明”的事实部分" in r["messages"][-1]["content"])
     schema = facts["json_schema"]
     assert schema["required"] == ["分析", "事实准确性", "相关性", "逻辑连贯性", "完整性", "总体评分"]
-    assert schema["properties"]["总体评分"] == {"type": "integer", "minimum": 1, "maximum": 10}
+    assert schema["properties"]["总体评分"] == {"type": "integer", "enum": list(range(1, 11))}
     assert schema["additionalProperties"] is False

@@ -55,7 +55,8 @@ def reply_schema(task: str) -> dict:
     """The JSON a judge reply must be where the backend decodes under a schema: a short analysis, then every
     dimension of `task` and the overall score, each an integer 1..10 under its Chinese name (the names the
     prompt uses), all required. A small judge then cannot ramble past max_tokens or leave a score out."""
-    scores = {chinese: {"type": "integer", "minimum": int(SCORE_MIN), "maximum": int(SCORE_MAX)}
+    # an enum, not minimum/maximum: llama.cpp's schema grammar ignores bounds (Gemma 3 270M wrote 1000000000000000)
+    scores = {chinese: {"type": "integer", "enum": list(range(int(SCORE_MIN), int(SCORE_MAX) + 1))}
               for _, chinese, _ in dimensions_for(task)}
     properties = {ANALYSIS_KEY: {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, **scores}
     return {"type": "object", "properties": properties, "required": list(properties),
