@@ -244,7 +244,11 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     planned = []
     for name in names:
         kwargs = source_kwargs(sources[name], options.from_samples, samples_dir)
-        if kwargs is None:
+        if not options.from_samples and not sources[name].live:
+            outcomes.append(StageOutcome("source", name, "skipped", note=(
+                f"no live fetcher: load its files with `caseforge ingest {name} --from-dir DIR` "
+                "(or run the nightly with --from-samples)")))
+        elif kwargs is None:
             outcomes.append(StageOutcome("source", name, "skipped",
                                          note="no samples for it (registry samples, or its folder is absent)"))
         else:

@@ -275,3 +275,23 @@ def test_a_release_with_nothing_to_release_is_skipped_and_says_why(registries, t
     assert result.ok, result.failures()
     assert (export.status, export.note) == (
         "skipped", "nothing to release: curated.alpha has no kept rows: 0 of 2 survived the checks")
+
+
+def test_a_live_nightly_skips_sources_without_a_live_fetcher_and_says_how_to_load_them(registries, tmp_path):
+    called = []
+
+    def files_only(settings, **kwargs):
+        called.append(kwargs)                 # a live run would call it without its files: a bind error
+        raise TypeError("refresh() missing 1 required argument: 'from_dir'")
+
+    registries["kwargs"]["sources"]["files"] = SourceDouble("files", "files (double)", None, archive_source="files",
+                                                            samples={"from_dir": "files"}, live=False,
+                                                            refresh=files_only)
+    registries["kwargs"]["sources"].pop("beta")            # alpha alone: no partner for the parallel barrier
+    registries["kwargs"]["sources"]["alpha"] = source("alpha", make_source_double("alpha", registries["alpha_rows"]))
+    result = run_nightly(load_settings(tmp_path / "cf.duckdb"), registries)
+    skipped = by_name(result)[("source", "files")]
+    assert result.ok, result.failures()
+    assert called == [] and skipped.status == "skipped"
+    assert skipped.note == ("no live fetcher: load its files with `caseforge ingest files --from-dir DIR` "
+                            "(or run the nightly with --from-samples)")
