@@ -7,7 +7,6 @@ import io
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from caseforge.config import Settings
@@ -15,6 +14,7 @@ from caseforge.tasks.guides import ingest
 from caseforge.tasks.guides.citations import citation_rows
 from caseforge.tasks.guides.pages import GuideSourceError, read_pages
 from caseforge.tasks.guides.paragraphs import parse_guide
+from warehouse_rows import rows as _table
 
 pytestmark = pytest.mark.samples
 
@@ -29,14 +29,6 @@ def _pages_csv(samples_dir: Path, first: int = 0, last: int | None = None) -> by
     out = io.StringIO()
     csv.writer(out).writerows([rows[0]] + rows[1:][first:last])
     return out.getvalue().encode("utf-8")
-
-
-def _table(db_path, sql):
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("first", [1, 2, 3])

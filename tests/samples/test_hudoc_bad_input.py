@@ -8,7 +8,6 @@ import json
 import zipfile
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from caseforge.config import Settings
@@ -16,6 +15,7 @@ from caseforge.tasks.hudoc import ingest
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.readers import DocumentError, parse_document
 from caseforge.warehouse import connect
+from warehouse_rows import rows as _table
 
 pytestmark = pytest.mark.samples
 
@@ -62,14 +62,6 @@ def _known(db_path: Path, itemids) -> None:
         con.execute("INSERT OR IGNORE INTO curated.echr_judgments (itemid, docname, judgment_date, raw_sha256, "
                     "doctype, updated_at) VALUES (?, 'CASE OF X v. Y', DATE '2017-06-08', ?, 'HEJUD', now())", [itemid, "0" * 64])
     con.close()
-
-
-def _table(db_path, sql):
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_a_docx_without_a_body_is_a_document_error():

@@ -8,13 +8,13 @@ import itertools
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from caseforge.config import Settings
 from caseforge.tasks.oyez import ingest
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import OyezParseError, parse_case, read_case_list
+from warehouse_rows import rows as _table
 
 pytestmark = pytest.mark.samples
 
@@ -42,14 +42,6 @@ def _mutated(path: Path, field: str) -> bytes:
     else:
         data[field] = value
     return json.dumps(data).encode()
-
-
-def _table(db_path, sql):
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("field", WRONG_TYPES)

@@ -7,12 +7,12 @@ then success, and a 429 with Retry-After.
 import json
 from pathlib import Path
 
-import duckdb
 import httpx
 import pytest
 
 from caseforge.config import Settings
 from caseforge.tasks.oyez import ingest
+from warehouse_rows import rows as table
 
 pytestmark = pytest.mark.samples
 
@@ -67,14 +67,6 @@ class OyezServerDouble:
 def run(db_path, server, **kwargs):
     settings = Settings(db_path=db_path, requests_per_second=0, max_retries=2, backoff_base_s=0.01)
     return ingest.refresh(settings, transport=httpx.MockTransport(server), sleep=lambda s: None, **kwargs)
-
-
-def table(db_path, sql):
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def snapshot(db_path):

@@ -12,6 +12,7 @@ from caseforge.llm.backends.replay import ReplayMiss
 from caseforge.tasks.casegen import build, pipeline
 from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 from caseforge.warehouse import connect
+from warehouse_rows import rows as query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -53,14 +54,6 @@ def replayed(tmp_path_factory):
                                  judge_model=double.JUDGE, out_dir=str(root / "reports"))
     report, result = eval_pipeline.run_eval(config, params)
     return db_path, params, report, result
-
-
-def query(db_path, sql, params=None):
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def outputs(db_path, run_id):
