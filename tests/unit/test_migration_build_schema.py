@@ -1,11 +1,10 @@
 """Migration 100: a warehouse made before it keeps every CaseFacts row, with the stage tables moved to build."""
-import shutil
 
 import duckdb
 import pytest
 
-import caseforge.warehouse as warehouse
-from caseforge.warehouse import connect, curated_tables, export_curated_parquet, migration_files
+from caseforge.warehouse import connect, curated_tables, export_curated_parquet
+from migration_support import connect_before
 
 MIGRATION = 100
 STAGE_TABLES = ("generated", "factuality", "same_case_pairs", "kept_claims", "embeddings", "calibration_samples",
@@ -19,15 +18,7 @@ VALUES = {"VARCHAR": ("'a'", "'b'"), "BIGINT": ("1", "2"), "INTEGER": ("3", "4")
 @pytest.fixture
 def old_warehouse(db_path, tmp_path, monkeypatch):
     """A warehouse at the level before migration 100, with two rows in every CaseFacts table."""
-    earlier = tmp_path / "migrations_before"
-    earlier.mkdir()
-    for number, path in migration_files():
-        if number < MIGRATION:
-            shutil.copy(path, earlier / path.name)
-    with monkeypatch.context() as patch:
-        patch.setattr(warehouse, "MIGRATIONS_DIR", earlier)
-        con = connect(db_path)
-    assert max(n for (n,) in con.execute("SELECT number FROM ops.migrations").fetchall()) < MIGRATION
+    con = connect_before(MIGRATION, db_path, tmp_path, monkeypatch)
     before = {}
     for table in STAGE_TABLES:
         columns = con.execute(

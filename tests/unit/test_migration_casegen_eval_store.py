@@ -2,16 +2,15 @@
 evaluation store (eval.runs, eval.item_outputs, eval.metrics) in the shapes the new code writes and reads."""
 import hashlib
 import json
-import shutil
 
 import pytest
 
-import caseforge.warehouse as warehouse
 from caseforge import evalstore
 from caseforge.evalstore import ItemResult
 from caseforge.tasks.casegen.eval import report, store
 from caseforge.tasks.casegen.eval.evaluate import agreement_table
-from caseforge.warehouse import connect, migration_files, table_exists
+from caseforge.warehouse import connect, table_exists
+from migration_support import connect_before
 
 MIGRATION = 112
 OLD_TABLES = ("eval.casegen_generations", "eval.casegen_judgements", "eval.casegen_metrics")
@@ -61,15 +60,7 @@ def content_sha(item_id):
 @pytest.fixture
 def old_warehouse(db_path, tmp_path, monkeypatch):
     """A warehouse at the level before migration 112, with CaseGen items and rows in every eval.casegen_* table."""
-    earlier = tmp_path / "migrations_before"
-    earlier.mkdir()
-    for number, path in migration_files():
-        if number < MIGRATION:
-            shutil.copy(path, earlier / path.name)
-    with monkeypatch.context() as patch:
-        patch.setattr(warehouse, "MIGRATIONS_DIR", earlier)
-        con = connect(db_path)
-    assert max(n for (n,) in con.execute("SELECT number FROM ops.migrations").fetchall()) < MIGRATION
+    con = connect_before(MIGRATION, db_path, tmp_path, monkeypatch)
     con.executemany("INSERT INTO curated.casegen_items VALUES (?, ?, ?, '{}', ?, 'fixture', 0, 0, ?, now())",
                     [(i, f"doc-{i}", task, ref, content_sha(i)) for i, task, ref in ITEMS])
     con.executemany("INSERT INTO eval.casegen_generations VALUES (?, ?, ?, ?, 'rg-' || ?, ?, 'chars', ?, ?, ?, ?, ?, "
