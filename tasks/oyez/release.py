@@ -6,10 +6,18 @@ from pathlib import Path
 import duckdb
 
 from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.tasks.oyez.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
 DATASET = "scotus"
 INPUTS = ("curated.scotus_cases",)
+
+# The source this release follows: Oyez, whose case summaries and metadata the table carries.
+CITATION = """@misc{oyez,
+  title        = {Oyez},
+  howpublished = {\\url{https://www.oyez.org}},
+  note         = {U.S. Supreme Court case summaries and metadata; CC BY-NC 4.0}
+}"""
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
@@ -27,9 +35,23 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "title": "scotus: U.S. Supreme Court case summaries (Oyez)",
         "description": "Case summaries from the Oyez API (facts, question, conclusion, votes, decision "
                        "dates), with the disposition carried by the Oyez-derived legacy table.",
+        "licence": "oyez",
+        "language": ["en"],
+        "task_categories": ["text-classification", "summarization"],
+        "tags": ["legal", "us-supreme-court", "oyez", "caseforge"],
+        "citation": CITATION,
+        "intended_use": "A case table for legal NLP: the evidence corpus of CaseFacts, retrieval over case "
+                        "summaries, outcome and vote studies. `fresh` holds the cases decided after the cutoff.",
+        "limitations": "The summaries are Oyez's, not the Court's opinions; a case Oyez has not summarised has "
+                       "empty fields. Dispositions come from an Oyez-derived table that states no licence and "
+                       "covers fewer cases. Non-commercial terms apply (CC BY-NC).",
+        "build": "Parsed from Oyez case-detail answers (each archived with its sha256), gated by the "
+                 "scotus_cases quality suite; no language model takes part, so rows carry no model or prompt "
+                 "hash.",
         "sources": ["oyez", "scotus_legacy"],
         "distributions": distributions,
         "quality": quality,
         "stages": [],
     }
-    return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads)
+    return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads,
+                         columns=COLUMNS, date_column="decided_date")
