@@ -252,7 +252,8 @@ def front_matter(dataset: str, release: "ReleaseContent") -> list[str]:
     lines += ["task_categories:"] + [f"- {t}" for t in card.get("task_categories", ["other"])]
     lines += ["size_categories:", f"- {size_category(release.main_rows())}"]
     lines += [f"pretty_name: {_yaml(card.get('title', dataset))}"]
-    lines += ["tags:"] + [f"- {_yaml(t)}" for t in card.get("tags", [])] if card.get("tags") else []
+    if card.get("tags"):
+        lines += ["tags:"] + [f"- {_yaml(t)}" for t in card["tags"]]
     lines += ["configs:", "- config_name: default", "  data_files:"]
     for name in release.split_names():
         lines += [f"  - split: {name}", f"    path: data/{name}.parquet"]
