@@ -147,6 +147,15 @@ def _write_jsonl(records: list[dict], path: Path) -> None:
             out.write("\n")
 
 
+def card_rows(con, statement: str, params=None) -> list[dict]:
+    """The rows of one statement under sql/ as dicts (for the card: stages, quality results, windows)."""
+    from caseforge.warehouse import run_sql
+
+    cursor = run_sql(con, statement, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
 def md_table(headers: list[str], rows: list[list]) -> str:
     def cell(value) -> str:
         text = "" if value is None else str(value)

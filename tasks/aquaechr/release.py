@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
 from caseforge.tasks.aquaechr.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -80,6 +80,9 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                  "pairs below the threshold and near duplicates are removed (reasons counted below). Each row "
                  "names the question model and judge with their prompt hashes.",
         "sources": ["echr_guides", "hudoc", "aquaechr"],
+        "stages": card_rows(con, "aquaechr/build_steps.sql"),
+        "quality": card_rows(con, "ops/quality_for_release.sql", [["aquaechr_qa", "guide_paragraphs",
+                                                                   "guide_citations"]]),
         "distributions": {
             "strategy (kept pairs)": {str(k): int(v) for k, v in pairs["strategy"].value_counts().items()},
             "guide (kept pairs)": {str(k): int(v) for k, v in pairs["guide_id"].value_counts().items()},

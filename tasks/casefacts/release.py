@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
 from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -22,11 +22,6 @@ CITATION = """@misc{putta_casefacts,
 }"""
 
 
-def _rows(cursor) -> list[dict]:
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
-
-
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     claims = run_sql(con, "casefacts/export_claims.sql").df()
     if claims.empty:
@@ -36,10 +31,10 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     for column in ("evidence_case_names", "overruling_case_names", "source_payload_sha256"):
         claims[column] = claims[column].map(lambda v: [] if v is None or v is pd.NA else list(v))
     splits = {str(split): part.reset_index(drop=True) for split, part in claims.groupby("split")}
-    windows = _rows(run_sql(con, "casefacts/release_windows.sql"))
+    windows = card_rows(con, "casefacts/release_windows.sql")
     window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
                              f"{w['judged']} judged samples ({w['method']})" for w in windows)
-    quality = _rows(run_sql(con, "ops/quality_for_release.sql", [["casefacts_claims"]]))
+    quality = card_rows(con, "ops/quality_for_release.sql", [["casefacts_claims"]])
     card = {
         "title": "CaseFacts (caseforge build)",
         "description": "Plain-language legal claims labelled SUPPORTED, REFUTED or OVERRULED against U.S. Supreme "
@@ -68,7 +63,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "distributions": {f"label ({split})": {str(k): int(v) for k, v in part["label"].value_counts().items()}
                           for split, part in splits.items()},
         "quality": quality,
-        "stages": _rows(run_sql(con, "casefacts/build_steps.sql")),
+        "stages": card_rows(con, "casefacts/build_steps.sql"),
         "notes": "Similarity windows calibrated from judged samples:\n\n" + (window_lines or "- none recorded"),
     }
     return write_release(folder, DATASET, splits, card,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
 from caseforge.tasks.casegen.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -50,6 +50,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                  "judgment in curated.cn_judgments (or read from a CaseGen-format file), so rows carry no model "
                  "or prompt hash; they carry the judgment's date and the sha256 of the payload it was parsed from.",
         "sources": ["cn", "casegen"],
+        "quality": card_rows(con, "ops/quality_for_release.sql", [["cn_judgments", "casegen_items"]]),
         "distributions": {
             "task": {str(k): int(v) for k, v in items["task"].value_counts().items()},
             "source": {str(k): int(v) for k, v in items["source"].value_counts().items()},

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
 from caseforge.tasks.oyez.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -28,9 +28,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     distributions: dict[str, dict[str, int]] = {}
     for name, value, n in run_sql(con, "oyez/release_distribution.sql").fetchall():
         distributions.setdefault(name, {})[value] = int(n)
-    quality_cursor = run_sql(con, "ops/quality_for_release.sql", [["scotus_cases", "scotus_legacy"]])
-    columns = [d[0] for d in quality_cursor.description]
-    quality = [dict(zip(columns, row)) for row in quality_cursor.fetchall()]
+    quality = card_rows(con, "ops/quality_for_release.sql", [["scotus_cases", "scotus_legacy"]])
     card = {
         "title": "scotus: U.S. Supreme Court case summaries (Oyez)",
         "description": "Case summaries from the Oyez API (facts, question, conclusion, votes, decision "

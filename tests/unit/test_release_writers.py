@@ -153,6 +153,9 @@ def test_rows_keep_provenance_and_source_dates(warehouse, tmp_path):
     assert pair["newest_cited_judgment_date"].startswith("1995-09-27") and pair["source_payload_sha256"] == ["g1"]
     assert (pair["model"], pair["prompt_sha256"], pair["judge_model"], pair["judge_prompt_sha256"]) == (
         "q-model", "sha-q", "j-model", "sha-j")
+    aquaechr_card = (written["aquaechr"].path / "README.md").read_text()
+    assert "| aquaechr-question-i | q-model | aquaechr/question_single.j2 | sha-q |" in aquaechr_card
+    assert "| aquaechr-judge | j-model | aquaechr/judge.j2 | sha-j |" in aquaechr_card
     items = rows(written["casegen"], "casegen_items")
     assert {(i["item_id"], i["judgment_date"][:10], i["source_payload_sha256"]) for i in items} == {
         ("d1:facts", "2017-05-02", "c1"), ("d2:facts", "2018-05-08", "c1"), ("d2:judgment", "2018-05-08", "c1")}
