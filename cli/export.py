@@ -1,4 +1,4 @@
-"""`caseforge export DATASET --out DIR`: a release (Parquet + JSONL + dataset card + manifest) written
+"""`caseforge export DATASET --out DIR`: a release (Parquet + JSONL, dataset card, croissant.json, manifest) written
 into DIR; one subcommand per release in caseforge.flows.registry.RELEASES."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from caseforge.flows import registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("export", help="write a release of a dataset (Parquet + JSONL + dataset card)")
+    parser = sub.add_parser("export", help="write a release of a dataset (Parquet + JSONL, dataset card, croissant.json)")
     releases = parser.add_subparsers(dest="dataset", required=True, metavar="DATASET")
     for name, release in registry.RELEASES.items():
         one = releases.add_parser(name, help=release.description)

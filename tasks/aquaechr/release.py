@@ -10,12 +10,20 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.tasks.aquaechr.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
 DATASET = "aquaechr"
 INPUTS = ("curated.aquaechr_qa",)
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+
+# The method this release follows (authors and title as the paper gives them; the text we hold names no year).
+CITATION = """@misc{weidinger_aquaechr,
+  title  = {AQuAECHR: Attributed Question Answering for European Court of Human Rights},
+  author = {Weidinger, Korbinian Q. and Santosh, T. Y. S. S. and Ichim, Oana and Grabmair, Matthias},
+  note   = {Technical University of Munich; Graduate Institute of International and Development Studies, Geneva}
+}"""
 
 
 def token_count(text: str) -> int:
@@ -44,6 +52,8 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     if pairs.empty:
         raise NothingToRelease("curated.aquaechr_qa has no kept pairs: run `caseforge build aquaechr` first")
     pairs["citations"] = pairs["citations"].map(json.loads)
+    pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(
+        lambda v: [] if v is None or v is pd.NA else list(v))
     per_guide = run_sql(con, "aquaechr/counts_by_guide_strategy.sql").fetchall()
     removals = {reason: int(n) for reason, n in run_sql(con, "aquaechr/removal_reasons.sql").fetchall()}
     stats = distributions_of(pairs)
@@ -52,7 +62,27 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "description": "Question–answer pairs from the ECHR case-law guides. Answers are guide sentences copied "
                        "verbatim; each sentence carries its guide citations resolved to HUDOC judgments and "
                        "pinpoint paragraphs.",
+        "licence": "aquaechr",
+        "language": ["en"],
+        "task_categories": ["question-answering"],
+        "tags": ["legal", "attributed-qa", "echr", "caseforge"],
+        "citation": CITATION,
+        "intended_use": "Evaluating attributed question answering on European Court of Human Rights case law: "
+                        "answer the question and cite the judgments (and paragraphs) that support each sentence. "
+                        "`fresh` holds the pairs built from guide versions dated after the cutoff.",
+        "limitations": "Questions are written by a language model and filtered by a language-model judge, not "
+                       "by lawyers. Answers are guide sentences, so they carry the guide's wording and its "
+                       "choice of cases; a citation whose judgment the warehouse lacks has no passage text. The "
+                       "ECHR's reuse terms (non-commercial, source named) apply beside the licence above.",
+        "build": "Windows of guide paragraphs are turned into questions by six strategies (one paragraph, several, "
+                 "chosen sentences, and three search-based ones that extract answer sentences from related "
+                 "passages). A judge of another model family scores comprehensiveness, conciseness and fluency; "
+                 "pairs below the threshold and near duplicates are removed (reasons counted below). Each row "
+                 "names the question model and judge with their prompt hashes.",
         "sources": ["echr_guides", "hudoc", "aquaechr"],
+        "stages": card_rows(con, "aquaechr/build_steps.sql"),
+        "quality": card_rows(con, "ops/quality_for_release.sql", [["aquaechr_qa", "guide_paragraphs",
+                                                                   "guide_citations"]]),
         "distributions": {
             "strategy (kept pairs)": {str(k): int(v) for k, v in pairs["strategy"].value_counts().items()},
             "guide (kept pairs)": {str(k): int(v) for k, v in pairs["guide_id"].value_counts().items()},
@@ -63,4 +93,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                            ["", "Kept and removed pairs per guide and strategy:", ""] +
                            [f"- {g} / {s}: kept {k}, removed {r}" for g, s, k, r in per_guide]),
     }
-    return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card)
+    payloads = run_sql(con, "aquaechr/release_payloads.sql").df()
+    return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card,
+                         source_payloads=payloads if not payloads.empty else None,
+                         columns=COLUMNS, date_column="source_date")

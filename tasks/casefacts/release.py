@@ -7,16 +7,19 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
 DATASET = "casefacts"
 INPUTS = ("curated.casefacts_claims",)
 
-
-def _rows(cursor) -> list[dict]:
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+# The method this release follows (authors and title as the paper gives them; the text we hold names no year).
+CITATION = """@misc{putta_casefacts,
+  title  = {CaseFacts: A Benchmark for Legal Fact-Checking and Precedent Retrieval},
+  author = {Putta, Akshith Reddy and Devasier, Jacob and Li, Chengkai},
+  note   = {University of Texas at Arlington}
+}"""
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
@@ -25,24 +28,44 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         raise NothingToRelease("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
     for column in ("evidence_case_ids", "overruling_case_ids"):
         claims[column] = claims[column].map(json.loads)
-    for column in ("evidence_case_names", "overruling_case_names"):
+    for column in ("evidence_case_names", "overruling_case_names", "source_payload_sha256"):
         claims[column] = claims[column].map(lambda v: [] if v is None or v is pd.NA else list(v))
     splits = {str(split): part.reset_index(drop=True) for split, part in claims.groupby("split")}
-    windows = _rows(run_sql(con, "casefacts/release_windows.sql"))
+    windows = card_rows(con, "casefacts/release_windows.sql")
     window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
                              f"{w['judged']} judged samples ({w['method']})" for w in windows)
-    quality = _rows(run_sql(con, "ops/quality_for_release.sql", [["casefacts_claims"]]))
+    quality = card_rows(con, "ops/quality_for_release.sql", [["casefacts_claims"]])
     card = {
         "title": "CaseFacts (caseforge build)",
         "description": "Plain-language legal claims labelled SUPPORTED, REFUTED or OVERRULED against U.S. Supreme "
                        "Court cases (Oyez summaries). Overrulings are kept only when the overruling case was "
                        "decided after the overruled one and its disposition is a reversal.",
+        "licence": "casefacts",
+        "language": ["en"],
+        "task_categories": ["text-classification"],
+        "tags": ["legal", "fact-checking", "us-supreme-court", "caseforge"],
+        "citation": CITATION,
+        "intended_use": "Evaluating fact verification of everyday-language legal claims against U.S. Supreme Court "
+                        "precedent: retrieve the evidence cases, then say whether the claim is supported, refuted, "
+                        "or was good law once but has since been overruled. Train on `train`, report on `test`; "
+                        "`fresh` asks the same question about cases decided after the cutoff.",
+        "limitations": "Claims are written and checked by language models and are not reviewed by lawyers; the "
+                       "models named below decide their quality (the small packaged models of a demo run make "
+                       "claims unfit for publication). Evidence is Oyez's summaries, not the opinions. An overruling "
+                       "is only as complete as the overrulings the pipeline found among the cases it read, and "
+                       "non-commercial terms apply (CC BY-NC).",
+        "build": "Claims are generated from the facts, question and conclusion of each case, kept only when a "
+                 "model of another family finds them supported, checked for contradiction and redundancy within "
+                 "and across cases (similarity windows calibrated on judged samples), negated and rewritten into "
+                 "REFUTED claims, and labelled OVERRULED when a later case with a reversal disposition overrules "
+                 "them. Each row names the step that wrote its text with that step's model and prompt hash.",
         "sources": ["oyez", "scotus_legacy", "casefacts"],
         "distributions": {f"label ({split})": {str(k): int(v) for k, v in part["label"].value_counts().items()}
                           for split, part in splits.items()},
         "quality": quality,
-        "stages": _rows(run_sql(con, "casefacts/build_steps.sql")),
+        "stages": card_rows(con, "casefacts/build_steps.sql"),
         "notes": "Similarity windows calibrated from judged samples:\n\n" + (window_lines or "- none recorded"),
     }
     return write_release(folder, DATASET, splits, card,
-                         source_payloads=run_sql(con, "casefacts/release_payloads.sql").df())
+                         source_payloads=run_sql(con, "casefacts/release_payloads.sql").df(),
+                         columns=COLUMNS, date_column="source_date")

@@ -5,11 +5,19 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.tasks.oyez.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
 DATASET = "scotus"
 INPUTS = ("curated.scotus_cases",)
+
+# The source this release follows: Oyez, whose case summaries and metadata the table carries.
+CITATION = """@misc{oyez,
+  title        = {Oyez},
+  howpublished = {\\url{https://www.oyez.org}},
+  note         = {U.S. Supreme Court case summaries and metadata; CC BY-NC 4.0}
+}"""
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
@@ -20,16 +28,28 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     distributions: dict[str, dict[str, int]] = {}
     for name, value, n in run_sql(con, "oyez/release_distribution.sql").fetchall():
         distributions.setdefault(name, {})[value] = int(n)
-    quality_cursor = run_sql(con, "ops/quality_for_release.sql", [["scotus_cases", "scotus_legacy"]])
-    columns = [d[0] for d in quality_cursor.description]
-    quality = [dict(zip(columns, row)) for row in quality_cursor.fetchall()]
+    quality = card_rows(con, "ops/quality_for_release.sql", [["scotus_cases", "scotus_legacy"]])
     card = {
         "title": "scotus: U.S. Supreme Court case summaries (Oyez)",
         "description": "Case summaries from the Oyez API (facts, question, conclusion, votes, decision "
                        "dates), with the disposition carried by the Oyez-derived legacy table.",
+        "licence": "oyez",
+        "language": ["en"],
+        "task_categories": ["text-classification", "summarization"],
+        "tags": ["legal", "us-supreme-court", "oyez", "caseforge"],
+        "citation": CITATION,
+        "intended_use": "A case table for legal NLP: the evidence corpus of CaseFacts, retrieval over case "
+                        "summaries, outcome and vote studies. `fresh` holds the cases decided after the cutoff.",
+        "limitations": "The summaries are Oyez's, not the Court's opinions; a case Oyez has not summarised has "
+                       "empty fields. Dispositions come from an Oyez-derived table that states no licence and "
+                       "covers fewer cases. Non-commercial terms apply (CC BY-NC).",
+        "build": "Parsed from Oyez case-detail answers (each archived with its sha256), gated by the "
+                 "scotus_cases quality suite; no language model takes part, so rows carry no model or prompt "
+                 "hash.",
         "sources": ["oyez", "scotus_legacy"],
         "distributions": distributions,
         "quality": quality,
         "stages": [],
     }
-    return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads)
+    return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads,
+                         columns=COLUMNS, date_column="decided_date")

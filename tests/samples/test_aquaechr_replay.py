@@ -32,7 +32,7 @@ def test_sample_paragraph_sentences_carry_their_citations(samples_dir):
 def test_flow_replays_on_samples_and_releases_with_a_card(samples_dir, tmp_path):
     from caseforge.embeddings import default_model_path
     from caseforge.flows.aquaechr_build import aquaechr_build
-    from caseforge.release import verify_release
+    from caseforge.release import validate_croissant, verify_release
     from caseforge.tasks.aquaechr.release import write
 
     if default_model_path() is None:
@@ -63,7 +63,7 @@ def test_flow_replays_on_samples_and_releases_with_a_card(samples_dir, tmp_path)
     assert expert_passages and all(p["text"] for p in expert_passages)   # a reader can follow to the judgment text
     release = write(con, tmp_path / "release")
     con.close()
-    assert verify_release(release.path) == []
+    assert verify_release(release.path) == [] and validate_croissant(release.path) == []
     card = (release.path / "README.md").read_text()
     assert "guide_art_2 / i: kept" in card and "tokens per question" in card
     exported = (release.path / "data" / "aquaechr_qa.jsonl").read_text().splitlines()

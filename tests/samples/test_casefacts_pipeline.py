@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.release import verify_release
+from caseforge.release import validate_croissant, verify_release
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 from casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases, run_with_double  # noqa: E402
@@ -146,13 +146,15 @@ def test_cli_build_then_export(db, tmp_path):
     assert code == 0
     out = tmp_path / "export"
     assert main(["export", "casefacts", "--out", str(out), "--db", str(db)]) == 0
-    assert verify_release(out) == []
+    assert verify_release(out) == [] and validate_croissant(out) == []
     assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} >= {
-        "data/train.parquet", "data/train.jsonl", "README.md", "provenance/source_payloads.tsv", "MANIFEST.sha256"}
+        "data/train.parquet", "data/train.jsonl", "data/fresh.parquet", "README.md", "croissant.json",
+        "provenance/source_payloads.tsv", "MANIFEST.sha256"}
     card = (out / "README.md").read_text()
     assert "| generate | Qwen/Qwen3-Next-80B-A3B-Instruct | casefacts/generate_claims.j2 |" in card
     assert "OVERRULED" in card
-    rows = [json.loads(line) for p in (out / "data").glob("*.jsonl") for line in p.read_text().splitlines()]
+    rows = [json.loads(line) for p in (out / "data").glob("*.jsonl") if p.name != "fresh.jsonl"
+            for line in p.read_text().splitlines()]
     assert len(rows) == 11 and any(r["overruling_case_names"] == ["Gideon v. Wainwright"] for r in rows)
 
 

@@ -13,7 +13,7 @@ from caseforge.config import settings as load_settings
 from caseforge.flows import nightly, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
-from caseforge.release import verify_release
+from caseforge.release import validate_croissant, verify_release
 from caseforge.runs import StageReport
 from caseforge.warehouse import connect
 
@@ -103,7 +103,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     assert stages[("source", "oyez")].counts["new_payloads"] == CASES_IN_SUBSET + 1  # + the legacy table
     assert stages[("builder", "echo")].counts["llm_calls"] == CASES_IN_SUBSET == backend.calls
     release = tmp_path / "releases" / "scotus"
-    assert verify_release(release) == []
+    assert verify_release(release) == [] and validate_croissant(release) == []
     released = tree_bytes(release)
     assert "30 upstream payloads" in released["README.md"].decode()
     assert "CC BY-NC" in released["README.md"].decode()

@@ -1,13 +1,23 @@
-"""The release writer: Parquet + JSONL + card + manifest, byte-identical when nothing changed."""
+"""The release writer: Parquet + JSONL + card + Croissant + manifest, byte-identical when nothing changed."""
 import datetime as dt
+import functools
 import json
 import math
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
-from caseforge.release import LICENCES, MANIFEST, read_manifest, verify_release, write_release
+from caseforge import release as release_module
+from caseforge.release import LICENCES, MANIFEST, read_manifest, validate_croissant, verify_release
+
+COLUMNS = {"case_id": "Oyez id", "name": "case name", "decided_date": "decision date", "votes": "votes",
+           "citations": "U.S. Reports citations"}
+# the toy tables' meanings and date column; fresh cutoff and window fixed, so no settings file is read
+write_release = functools.partial(release_module.write_release, columns=COLUMNS, date_column="decided_date",
+                                  fresh_after="", fresh_months=12)
 
 
 def cases_frame():
@@ -24,7 +34,9 @@ def payloads_frame():
     return pd.DataFrame({"source": ["oyez", "oyez"], "key": ["1972/70-18", "2015/14-1"], "sha256": ["bb", "aa"]})
 
 
-CARD = {"title": "toy", "description": "three cases", "sources": ["oyez", "nowhere"],
+CARD = {"title": "toy", "description": "three cases", "sources": ["oyez", "nowhere"], "licence": "oyez",
+        "language": ["en"], "task_categories": ["text-classification"], "tags": ["legal"],
+        "citation": "@misc{oyez, title = {Oyez}}", "intended_use": "Trying the writer.", "limitations": "Three rows.",
         "distributions": {"label": {"SUPPORTS": 2, "REFUTES": 1}},
         "quality": [{"table_name": "cases", "suite": "cases", "success": True, "rows_checked": 3,
                      "rows_failed": 0, "batch_rejected": False}],
@@ -76,6 +88,8 @@ def test_contents_card_and_manifest(tmp_path):
     assert "| cases | 3 |" in card
     assert "| SUPPORTS | 2 | 66.7% |" in card
     assert "| oyez | " + LICENCES["oyez"] + " |" in card
+    assert "| decided_date | date32[day] | decision date |" in card
+    assert "@misc{oyez, title = {Oyez}}" in card and "Trying the writer." in card and "Three rows." in card
     assert "| nowhere | UNKNOWN: add it to caseforge.release.LICENCES |" in card
     assert "| generate | qwen-x | t/gen.j2 | abc |" in card
     assert "2 upstream payloads" in card
@@ -83,7 +97,8 @@ def test_contents_card_and_manifest(tmp_path):
         "source\tkey\tsha256", "oyez\t1972/70-18\tbb", "oyez\t2015/14-1\taa"]
 
     manifest = read_manifest(release.path)
-    assert set(manifest) == {"README.md", "data/cases.jsonl", "data/cases.parquet", "provenance/source_payloads.tsv"}
+    assert set(manifest) == {"README.md", "croissant.json", "release.json", "data/cases.jsonl", "data/cases.parquet",
+                             "data/fresh.jsonl", "data/fresh.parquet", "provenance/source_payloads.tsv"}
     assert verify_release(release.path) == []
     (release.path / "data/cases.jsonl").write_text("tampered\n")
     assert verify_release(release.path) == ["data/cases.jsonl: sha256 differs from the manifest"]
@@ -98,3 +113,105 @@ def test_every_shared_source_has_a_licence():
     for source in ("oyez", "hudoc", "echr_guides", "cn", "casefacts", "aquaechr", "casegen", "barexam"):
         assert LICENCES[source]
     assert MANIFEST == "MANIFEST.sha256"
+
+
+def test_the_card_opens_with_hugging_face_front_matter(tmp_path):
+    release = write_release(tmp_path / "toy", "toy", {"cases": cases_frame()}, CARD)
+    card = (release.path / "README.md").read_text()
+    assert card.startswith("---\n")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta == {"license": "cc-by-nc-4.0", "language": ["en"], "task_categories": ["text-classification"],
+                    "size_categories": ["n<1K"], "pretty_name": "toy", "tags": ["legal"],
+                    "configs": [{"config_name": "default", "data_files": [
+                        {"split": "cases", "path": "data/cases.parquet"},
+                        {"split": "fresh", "path": "data/fresh.parquet"}]}]}
+    # dated by its data, versioned by its rows: no clock
+    assert "data date 2016-06-27" in card
+    assert json.loads((release.path / "release.json").read_text())["version"].startswith("2016.6.27+")
+
+
+def test_a_column_without_a_meaning_is_refused(tmp_path):
+    frame = cases_frame().assign(secret=[1, 2, 3])
+    with pytest.raises(ValueError, match="no meaning for released column.*secret"):
+        write_release(tmp_path / "toy", "toy", {"cases": frame}, CARD)
+    assert not (tmp_path / "toy").exists()
+
+
+def test_croissant_passes_mlcroissant_and_a_broken_one_fails(tmp_path):
+    release = write_release(tmp_path / "toy", "toy", {"cases": cases_frame()}, CARD, source_payloads=payloads_frame())
+    assert validate_croissant(release.path) == []
+    doc = json.loads((release.path / "croissant.json").read_text())
+    assert [d["contentUrl"] for d in doc["distribution"]] == [
+        "data/cases.jsonl", "data/cases.parquet", "data/fresh.jsonl", "data/fresh.parquet",
+        "provenance/source_payloads.tsv"]
+    fields = {f["name"]: f for f in doc["recordSet"][0]["field"]}
+    assert fields["decided_date"]["dataType"] == "sc:Date" and fields["citations"]["isArray"] is True
+    assert fields["case_id"]["source"] == {"fileObject": {"@id": "data/cases.parquet"}, "extract": {"column": "case_id"}}
+
+    def broken(change):
+        copy = json.loads(json.dumps(doc))
+        change(copy)
+        (release.path / "croissant.json").write_text(json.dumps(copy))
+        return validate_croissant(release.path)
+
+    assert broken(lambda d: d["recordSet"][0]["field"][0]["source"].update(fileObject={"@id": "data/nowhere.parquet"}))
+    assert broken(lambda d: d["recordSet"][0]["field"][0]["source"]["extract"].update(column="no_such_column"))
+    assert broken(lambda d: d["recordSet"][0]["field"][0].update(dataType="sc:NoSuchType"))
+    assert broken(lambda d: d.pop("@type"))
+    (release.path / "croissant.json").write_text("{ not json")
+    assert validate_croissant(release.path)
+
+
+def test_the_fresh_cutoff_comes_from_the_setting_the_previous_release_or_the_newest_months(tmp_path):
+    first = write_release(tmp_path / "toy", "toy", {"cases": cases_frame()}, CARD)
+    meta = json.loads((first.path / "release.json").read_text())
+    assert meta["fresh"] == {"cutoff": "2015-06-27", "rule": "newest_months", "rows": 1, "reason": meta["fresh"]["reason"]}
+    # a setting wins
+    fixed = write_release(tmp_path / "toy", "toy", {"cases": cases_frame()}, CARD, fresh_after="1970-01-01")
+    assert [json.loads(line)["case_id"] for line in (fixed.path / "data/fresh.jsonl").read_text().splitlines()] == [1, 3]
+    card = (fixed.path / "README.md").read_text()
+    assert "after 1970-01-01: cutoff 1970-01-01 set by `[release] fresh_after`" in card
+    # new rows after a previous release: fresh is what is newer than that release's newest date
+    newer = pd.concat([cases_frame(), pd.DataFrame({"case_id": [4], "name": ["E v. F"], "decided_date": [dt.date(2020, 1, 2)],
+                                                   "votes": [9.0], "citations": [[]]})], ignore_index=True)
+    second = write_release(tmp_path / "toy", "toy", {"cases": newer}, CARD)
+    meta = json.loads((second.path / "release.json").read_text())
+    assert (meta["fresh"]["cutoff"], meta["fresh"]["rule"], meta["fresh"]["rows"]) == ("2016-06-27", "previous_release", 1)
+    # no dated row: nothing is fresh, and the card says why
+    undated = cases_frame().assign(decided_date=None)
+    empty = write_release(tmp_path / "undated", "toy", {"cases": undated}, CARD)
+    assert (empty.path / "data/fresh.jsonl").read_text() == ""
+    assert pq.read_schema(empty.path / "data/fresh.parquet").names == list(COLUMNS)
+    assert "The fresh split is empty: no row has a source-document date." in (empty.path / "README.md").read_text()
+
+
+def test_the_bytes_do_not_depend_on_thread_count_or_dict_order(tmp_path):
+    before = pa.cpu_count()
+    try:
+        pa.set_cpu_count(1)
+        one = write_release(tmp_path / "a" / "toy", "toy", {"cases": cases_frame()}, CARD)
+        pa.set_cpu_count(4)
+        reordered = dict(reversed(list(CARD.items())))
+        many = release_module.write_release(tmp_path / "b" / "toy", "toy", {"cases": cases_frame()}, reordered,
+                                            columns=dict(reversed(list(COLUMNS.items()))), date_column="decided_date",
+                                            fresh_after="", fresh_months=12)
+    finally:
+        pa.set_cpu_count(before)
+    assert tree_bytes(one.path) == tree_bytes(many.path)
+
+
+def test_without_arguments_the_cutoff_comes_from_the_settings_release_table(tmp_path, monkeypatch):
+    from caseforge import settings_file
+
+    monkeypatch.chdir(tmp_path)                     # no ./caseforge.toml here
+    monkeypatch.delenv("CASEFORGE_CONFIG", raising=False)
+    monkeypatch.delenv("CASEFORGE_LLM_CONFIG", raising=False)
+    plain = functools.partial(release_module.write_release, columns=COLUMNS, date_column="decided_date")
+    default = plain(tmp_path / "default", "toy", {"cases": cases_frame()}, CARD)
+    assert json.loads((default.path / "release.json").read_text())["fresh"]["cutoff"] == "2015-06-27"
+    with settings_file.overriding({"release": {"fresh_after": "1972-12-31", "fresh_months": 3}}):
+        chosen = plain(tmp_path / "chosen", "toy", {"cases": cases_frame()}, CARD)
+    assert json.loads((chosen.path / "release.json").read_text())["fresh"]["cutoff"] == "1972-12-31"
+    with settings_file.overriding({"release": {"fresh_months": 3}}):
+        window = plain(tmp_path / "window", "toy", {"cases": cases_frame()}, CARD)
+    assert json.loads((window.path / "release.json").read_text())["fresh"]["cutoff"] == "2016-03-27"
