@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from caseforge.llm import LLMRequest, SamplingParams, render, run_job
 from caseforge.warehouse import connect
@@ -30,7 +30,7 @@ QUESTIONS = ["What is the capital of France?", "Is water wet?", "Name a colour o
 
 
 class ShortAnswer(BaseModel):
-    answer: str
+    answer: str = Field(max_length=16)
     confident: bool
 
 
