@@ -15,6 +15,7 @@ asks those requests once more.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from caseforge.llm.parsing import InvalidOutput, parse_output
+from caseforge.llm.reply_bounds import UnboundedReply, longest_reply
 from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
 from caseforge.warehouse import sql_text, transaction
@@ -37,6 +39,21 @@ DEFAULT_MAX_ATTEMPTS = 3
 
 def schema_for(model: type[BaseModel]) -> dict:
     return model.model_json_schema()
+
+
+def _check_reply_fits(step: str, request: LLMRequest, longest: dict[str, int]) -> None:
+    """ValueError before any call when the request's schema admits a reply longer than its max_tokens:
+    constrained decoding would let a looping model run into the limit and leave JSON that never closes."""
+    text = json.dumps(request.json_schema, sort_keys=True)
+    if text not in longest:
+        try:
+            longest[text] = longest_reply(request.json_schema)
+        except UnboundedReply as exc:
+            raise ValueError(f"{step}: the reply schema is unbounded ({exc}): give every string a "
+                             f"max_length and every list a max_length") from None
+    if longest[text] > request.params.max_tokens:
+        raise ValueError(f"{step}: the reply schema admits {longest[text]} characters but max_tokens is "
+                         f"{request.params.max_tokens}: a reply could be cut before its JSON closes")
 
 
 CALL_COLUMNS = pa.schema([
@@ -114,9 +131,12 @@ def run_job(
     result = JobResult()
     schema = None if output_model is FreeText else schema_for(output_model)
     by_identity: dict[str, list[LLMRequest]] = {}
+    longest: dict[str, int] = {}
     for request in requests:
         if request.json_schema is None and schema is not None:
             request = request.model_copy(update={"json_schema": schema})
+        if request.json_schema is not None:
+            _check_reply_fits(step, request, longest)
         by_identity.setdefault(request.identity(backend.model), []).append(request)
 
     cached = _cached(con, list(by_identity))

@@ -25,7 +25,7 @@ QUESTION_TEMPLATES = {
     "iv-b": "aquaechr/question_search.j2", "iv-c": "aquaechr/question_search.j2",
 }
 EXTRACT_TEMPLATE = "aquaechr/extract_answer.j2"
-QUESTION_PARAMS = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=300, seed=7)
+QUESTION_PARAMS = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=500, seed=7)
 EXTRACT_PARAMS = SamplingParams(temperature=0.0, max_tokens=200)
 SEARCH_EXTRA_PARAGRAPHS = 5
 

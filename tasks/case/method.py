@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.fit import largest_fitting
+from caseforge.llm.reply_bounds import text
 from caseforge.retrieval import Retriever
 from caseforge.retrieval.hybrid import reciprocal_rank_fusion
 from caseforge.runs import StageReport
@@ -41,6 +42,7 @@ JURY_SIZE = 3
 DEFAULT_MAX_ROUNDS = 2
 QUERIES_PER_ROUND = 2
 SNIPPET_CHARS = 500
+SearchQuery = text(80, min_chars=3)     # a few key legal terms
 QUERY_PARAMS = SamplingParams(temperature=0.0, max_tokens=200)
 JUROR_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 
@@ -92,12 +94,12 @@ class JuryVerdict:
 # Every field is required and every label an enum: constrained decoding can then only produce an answer
 # this code can use (an empty object or a copied placeholder no longer passes as one).
 class QueryProposal(BaseModel):
-    queries: list[str]
+    queries: list[SearchQuery] = Field(max_length=QUERIES_PER_ROUND)
     done: bool
 
 
 class JurorVote(BaseModel):
-    reasoning: str
+    reasoning: text(300)
     answer: Literal["A", "B", "C", "D"]
     confidence: float = Field(ge=0.0, le=1.0)
 

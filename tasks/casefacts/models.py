@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from caseforge.llm.reply_bounds import Reason
+
 # Lengths the gate accepts (expectations/casefacts_*.json), stated in the schema so that constrained
 # decoding cannot write a claim the gate would quarantine.
 Claim = Annotated[str, StringConstraints(min_length=15, max_length=300)]
@@ -17,40 +19,40 @@ class GeneratedClaims(BaseModel):
 
 class Factuality(BaseModel):
     supported: bool
-    reason: str
+    reason: Reason
 
 
 class Contradiction(BaseModel):
     contradict: bool
-    reason: str
+    reason: Reason
 
 
 class SameCaseResolution(BaseModel):
     choice: Literal["claim1", "claim2", "neither", "merged"]
-    corrected_claim: str | None
-    reason: str
+    corrected_claim: Claim | None
+    reason: Reason
 
 
 class Redundancy(BaseModel):
     redundant: bool
     better: Literal[1, 2]
-    reason: str
+    reason: Reason
 
 
 class Overlap(BaseModel):
     overlap: bool
-    reason: str
+    reason: Reason
 
 
 class OverrulingProposal(BaseModel):
     verdict: Literal["case1_overruled", "case2_overruled", "consistent"]
-    reason: str
+    reason: Reason
 
 
 class MergeDecision(BaseModel):
     action: Literal["keep1", "keep2", "merge"]
-    merged_claim: str | None
-    reason: str
+    merged_claim: Claim | None
+    reason: Reason
 
 
 class Negation(BaseModel):

@@ -117,7 +117,7 @@ def _clean(text: str | None) -> str:
 # 1. generation ---------------------------------------------------------------------------------
 def generate_claims(ctx: BuildContext) -> pd.DataFrame:
     requests = [request_from_template(
-        f"gen:{r['case_id']}", "casefacts/generate_claims.j2", params=_params(ctx.config, "generate", 800),
+        f"gen:{r['case_id']}", "casefacts/generate_claims.j2", params=_params(ctx.config, "generate", 2500),
         facts=_clean(r["facts"]), question=_clean(r["question"]), conclusion=_clean(r["conclusion"]))
         for r in ctx.cases.to_dict("records")]
     result = _job(ctx, "generate", requests, out.GeneratedClaims)
@@ -204,7 +204,7 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
     detected = [p for p in pairs if f"scc:{pid[id(p)]}" in contra.outputs
                 and contra.outputs[f"scc:{pid[id(p)]}"].contradict]
     resolutions = _job(ctx, "same_case_resolution", [request_from_template(
-        f"res:{pid[id(p)]}", "casefacts/same_case_resolution.j2", params=_params(ctx.config, "res"),
+        f"res:{pid[id(p)]}", "casefacts/same_case_resolution.j2", params=_params(ctx.config, "res", 700),
         claim1=p[0]["claim"], claim2=p[1]["claim"], facts=_clean(ctx.case(p[0]["case_id"])["facts"]),
         conclusion=_clean(ctx.case(p[0]["case_id"])["conclusion"])) for p in detected], out.SameCaseResolution)
 
@@ -425,7 +425,7 @@ def merge_overlaps(ctx: BuildContext, kept: pd.DataFrame, cross: pd.DataFrame,
              if r["claim_id_1"] not in overruled and r["claim_id_2"] not in overruled] if len(found) else []
     groups = overlap_groups(pairs)
     requests = [request_from_template(
-        f"merge:{g.anchor[0]}|{g.anchor[1]}", "casefacts/merge_overlap.j2", params=_params(ctx.config, "merge"),
+        f"merge:{g.anchor[0]}|{g.anchor[1]}", "casefacts/merge_overlap.j2", params=_params(ctx.config, "merge", 700),
         claim1=text[g.anchor[0]], claim2=text[g.anchor[1]]) for g in groups]
     result = _job(ctx, "overlap_merge", requests, out.MergeDecision)
     final = {cid: {"claim": text[cid], "evidence_case_ids": [case_of[cid]]} for cid in kept["claim_id"]}

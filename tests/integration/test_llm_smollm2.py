@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from caseforge.llm import LLMRequest, SamplingParams, render, run_job
 from caseforge.warehouse import connect
@@ -30,7 +30,7 @@ QUESTIONS = ["What is the capital of France?", "Is water wet?", "Name a colour o
 
 
 class ShortAnswer(BaseModel):
-    answer: str
+    answer: str = Field(max_length=16)
     confident: bool
 
 
@@ -120,3 +120,14 @@ def test_smollm2_through_the_openai_backend_and_llama_cpp_server(db_path, llama_
     assert result.prompt_tokens > 0
     again = run_job(con, "smoke", backend, probe_requests(), ShortAnswer, max_attempts=2)
     assert again.backend_calls == 0 and again.cache_hits == len(QUESTIONS)
+
+
+def test_a_model_still_loaded_at_exit_closes_quietly():
+    # Held by another module's global, the model used to be freed by Llama.__del__ after llama_cpp's
+    # globals were gone: every CLI command that used llama.cpp ended with "TypeError: 'NoneType' object
+    # is not callable" on stderr.
+    code = ("import json\nfrom caseforge.llm.backends.llamacpp import LlamaCppBackend\n"
+            "json.kept = [LlamaCppBackend()]\nprint('loaded')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "loaded"
+    assert "Traceback" not in done.stderr and "NoneType" not in done.stderr, done.stderr[-1500:]

@@ -4,7 +4,7 @@ import types
 from dataclasses import dataclass, field
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from caseforge.llm import LLMRequest, SamplingParams, run_job
 from caseforge.llm.backends import get_backend
@@ -12,7 +12,7 @@ from caseforge.warehouse import connect
 
 
 class Verdict(BaseModel):
-    label: str
+    label: str = Field(max_length=20)
 
 
 @dataclass

@@ -14,13 +14,25 @@ is constrained with llama.cpp's grammar from the request's schema: response_form
 """
 from __future__ import annotations
 
+import atexit
 import os
 import time
+import weakref
 from pathlib import Path
 
 from caseforge.llm.types import Completion, LLMRequest
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
+
+# Models still open when the interpreter exits are closed first: left to Llama.__del__, they are freed
+# after llama_cpp's module globals are gone and print "TypeError: 'NoneType' object is not callable".
+_OPEN_MODELS: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_models() -> None:
+    for llm in list(_OPEN_MODELS):
+        llm.close()
 
 
 def smollm2_gguf_path() -> Path:
@@ -123,6 +135,7 @@ class LlamaCppBackend:
         self.chat_format = "gemma" if no_template and "gemma" in self.model_path.name.lower() else None
         self.llm = Llama(model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=n_threads, seed=int(seed),
                          verbose=False, chat_format=self.chat_format)
+        _OPEN_MODELS.add(self.llm)
         self._formatter = self._make_formatter()
 
     @property

@@ -78,7 +78,7 @@ class LLMJudgeNLI:
             keys.append(key)
             if key not in seen:
                 seen.add(key)
-                requests.append(request_from_template(key, self.TEMPLATE, SamplingParams(temperature=0.0, max_tokens=20),
+                requests.append(request_from_template(key, self.TEMPLATE, SamplingParams(temperature=0.0, max_tokens=30),
                                                       premise=premise, hypothesis=hypothesis))
         result = run_job(self.con, self.step, self.backend, requests, EntailmentVerdict, max_attempts=self.max_attempts)
         for key, failure in result.failures.items():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
+from caseforge.llm.reply_bounds import text
 from caseforge.tasks.aquaechr.eval.citations import Sentence, format_citations, parse_answer, split_sentences
 from caseforge.tasks.aquaechr.eval.items import EvalItem, PassageStore
 
@@ -16,26 +17,28 @@ SYSTEMS = ("closed-book", "rtg-vanilla", "rtg-llatrieval", "posthoc-vanilla", "p
 CITING_SYSTEMS = SYSTEMS[1:]
 ANSWER_PARAMS = SamplingParams(temperature=0.0, max_tokens=700)
 CHECK_PARAMS = SamplingParams(temperature=0.0, max_tokens=300)
+REVISE_PARAMS = SamplingParams(temperature=0.0, max_tokens=1300)
+MAX_STATEMENTS = 6      # statements of an answer the RARR reviser may revise
 
 
 class AnswerOutput(BaseModel):
-    answer: str
+    answer: text(650)
 
 
 class SufficiencyOutput(BaseModel):
     sufficient: bool
-    keep: list[int]
-    missing: str
+    keep: list[int] = Field(max_length=8)
+    missing: text(100)
 
 
 class StatementCheck(BaseModel):
     number: int
     agrees: bool
-    revised: str
+    revised: text(150)
 
 
 class RevisionOutput(BaseModel):
-    statements: list[StatementCheck]
+    statements: list[StatementCheck] = Field(max_length=MAX_STATEMENTS)
 
 
 @dataclass
@@ -193,7 +196,7 @@ def posthoc_rarr(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutput
     for item_id, texts in sentences.items():
         statements = [{"number": n, "text": t, "docs": [ctx.passages.passages[p].shown() for p in evidence[item_id][n - 1]]}
                       for n, t in enumerate(texts, start=1)]
-        requests.append(request_from_template(item_id, "aquaechr/eval/rarr_revise.j2", ANSWER_PARAMS,
+        requests.append(request_from_template(item_id, "aquaechr/eval/rarr_revise.j2", REVISE_PARAMS,
                                               question=by_id[item_id].question, statements=statements))
     result = run_job(ctx.con, "aquaechr-eval-rarr-revise", ctx.backend, requests, RevisionOutput)
     for item_id, texts in sentences.items():

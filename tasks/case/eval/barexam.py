@@ -13,6 +13,7 @@ from pydantic import BaseModel, field_validator
 
 from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
+from caseforge.llm.reply_bounds import text
 from caseforge.retrieval import Retriever
 from caseforge.runs import StageReport
 
@@ -25,7 +26,7 @@ LABELS = ("A", "B", "C", "D")
 
 
 class MCAnswer(BaseModel):
-    reasoning: str
+    reasoning: text(300)
     answer: Literal["A", "B", "C", "D"]
 
     _answer = field_validator("answer", mode="before")(stated_letter)

@@ -12,13 +12,15 @@ from caseforge.tasks.case import method as case
 from caseforge.tasks.case.answers import parse_verdict, stated_verdict
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
 from caseforge.tasks.casefacts.eval.retrieval import PreparedClaim, gold_record, score_claim, skipped_item
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.config import Backends
 from caseforge.llm.fit import fits, largest_fitting
+from caseforge.llm.reply_bounds import text
 
+MAX_CITED_CASES = 3
 VERDICT_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
 CASE_TEXT_CHARS = 700
 VERDICT_HYPOTHESES = [
@@ -35,7 +37,7 @@ LLM_STEPS = {"casefacts-closed-book": "system", "casefacts-retrieve-verify": "sy
 
 class VerdictWithCases(BaseModel):
     verdict: Literal["SUPPORTED", "REFUTED", "OVERRULED"]
-    cases: list[str]
+    cases: list[text(110)] = Field(max_length=MAX_CITED_CASES)
 
     _verdict = field_validator("verdict", mode="before")(stated_verdict)
 
