@@ -52,12 +52,37 @@ def as_tasks(steps, prefix: str):
         for field in dataclasses.fields(steps)})
 
 
+class RunFailed(Exception):
+    """What a Failed state this project returns carries as its data: the state's message and the report (a
+    flow's report dict, or a nightly stage's outcome).
+
+    Prefect turns a Failed state's data into an exception wherever the failure is raised
+    (prefect.states.get_state_exception): in a process worker's flow-run process, `run_flow` asks the final
+    state for its result that way. Data that is neither an exception, a string nor a state (the report dict
+    these states used to carry) cannot be: Prefect raised `TypeError: Unexpected result for failed state:
+    {...} —— dict cannot be resolved into an exception` there instead of the run's own failure. As an
+    exception the report is raised as itself, and `report_of` reads it back."""
+
+    def __init__(self, message: str, report):
+        super().__init__(message, report)          # both in args: it pickles (result persistence)
+        self.message = message
+        self.report = report
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def failed_state(message: str, report):
+    """A Failed state carrying `report` (see RunFailed)."""
+    return Failed(message=message, data=RunFailed(message, report))
+
+
 def final_state(report: StageReport):
     """Completed when everything landed, Failed (with the report as data) otherwise."""
     data = report.to_dict()
     if report.ok:
         return Completed(message=f"{report.name}: ok", data=data)
-    return Failed(message=f"{report.name}: {report.status}: {len(report.failures)} problem(s)", data=data)
+    return failed_state(f"{report.name}: {report.status}: {len(report.failures)} problem(s)", data)
 
 
 class FlowCrashed(RuntimeError):
@@ -67,6 +92,8 @@ class FlowCrashed(RuntimeError):
 def report_of(state) -> dict:
     """The report dict a flow's final state carries; FlowCrashed with the reason when it carries none."""
     data = state.result(raise_on_failure=False)
+    if isinstance(data, RunFailed):
+        data = data.report
     if isinstance(data, BaseException):
         raise FlowCrashed(f"{type(data).__name__}: {data}")
     if not isinstance(data, dict):
