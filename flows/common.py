@@ -3,6 +3,7 @@ Prefect flow runs when the settings name a worker pool, plain steps made into ta
 returns, and reading that state back."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -14,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.states import Completed, Failed
 
-from caseforge import artifacts
+from caseforge import artifacts, fetch
 from caseforge.flows.llm_shard import PrefectShardRuns
 from caseforge.llm import fanout
 from caseforge.runs import StageReport
@@ -40,8 +41,30 @@ class PrefectArtifacts:
             create_link_artifact(key=key, link=link, description=description)
 
 
+class PrefectHostSlots:
+    """caseforge.fetch's per-host slot → one slot of the Prefect global concurrency limit `upstream-<host>`
+    (deployments/setup.sh creates them), held while a fetcher talks to that host, so that at most that many
+    runs on any worker fetch from one host at once. Only inside a flow or task run against a Prefect server
+    (PREFECT_API_URL set): a local run in ephemeral mode has no such limits and takes no slot. A limit the
+    server does not have is skipped with Prefect's warning (strict=False), never an error."""
+
+    def __call__(self, host: str):
+        from prefect.settings import PREFECT_API_URL
+
+        if not PREFECT_API_URL.value() or not PrefectArtifacts._inside_a_run():
+            return contextlib.nullcontext()
+        from prefect.concurrency.sync import concurrency
+
+        return concurrency(host_limit_name(host), occupy=1, strict=False)
+
+
+def host_limit_name(host: str) -> str:
+    return f"upstream-{host}"
+
+
 artifacts.install(PrefectArtifacts())
 fanout.install(PrefectShardRuns())
+fetch.install_host_slots(PrefectHostSlots())
 
 
 def as_tasks(steps, prefix: str):
