@@ -86,14 +86,15 @@ def test_an_answer_resets_the_streak_and_other_hosts_are_not_affected(db_path):
     assert answers["up.test"] == 1
 
 
-def test_a_live_refresh_against_a_refusing_host_fails_within_seconds(db_path, monkeypatch):
+def test_a_live_refresh_against_a_refusing_host_fails_within_seconds(db_path):
     """The guides refresh (eight guides, one host) with the default bound and a 0.05 s backoff base."""
+    from caseforge import settings_file
     from caseforge.tasks.guides import ingest as guides
 
-    monkeypatch.setattr(guides, "KS_DOCUMENTS", refusing_url() + "/documents/d/echr-ks/{guide_id}")
     settings = Settings(db_path=db_path, requests_per_second=0, backoff_base_s=0.05)
     started = time.monotonic()
-    report = guides.refresh(settings)
+    with settings_file.overriding({"upstream": {"guides": refusing_url()}}):
+        report = guides.refresh(settings)
     elapsed = time.monotonic() - started
     assert elapsed < 30, elapsed
     assert report.status == "failed"
