@@ -94,6 +94,10 @@ class RunFailed(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __repr__(self) -> str:              # Prefect logs a failed state with its data's repr: keep it short
+        short = self.message if len(self.message) <= 300 else self.message[:300] + "…"
+        return f"RunFailed({short!r})"
+
 
 def failed_state(message: str, report):
     """A Failed state carrying `report` (see RunFailed)."""

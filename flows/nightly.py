@@ -321,8 +321,9 @@ def stage_state(outcome: StageOutcome):
     quarantined), so the task run shows Failed in the UI while the nightly goes on with the others."""
     if not outcome.failed:
         return outcome
-    reasons = "; ".join(outcome.failures[:3]) or outcome.status
-    return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {reasons}", outcome)
+    reasons = outcome.failures or [outcome.status]
+    summary = reasons[0] if len(reasons) == 1 else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}"
+    return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {summary}", outcome)
 
 
 def outcome_of(state) -> StageOutcome:
@@ -383,5 +384,6 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     data = result.to_dict()
     if result.ok:
         return Completed(message=f"nightly {result.run_id}: ok", data=data)
-    return failed_state(f"nightly {result.run_id}: {len(data['failures'])} problem(s): "
-                        + "; ".join(data["failures"][:3]), data)
+    failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]
+    return failed_state(f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
+                        f"{len(data['failures'])} problem(s): " + "; ".join(data["failures"][:3]), data)
