@@ -1,6 +1,7 @@
 """Settings from the environment, with the defaults the README documents."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,11 @@ class Settings:
     max_retries: int = field(default_factory=lambda: int(_env_float("CASEFORGE_MAX_RETRIES", 5)))
     backoff_base_s: float = field(default_factory=lambda: _env_float("CASEFORGE_BACKOFF_S", 1.0))
     timeout_s: float = field(default_factory=lambda: _env_float("CASEFORGE_TIMEOUT_S", 30.0))
+    # A host that fails this many connection attempts in a row (no HTTP answer: refused, unresolvable,
+    # timed out), or keeps failing them for this many seconds, is given up for the rest of the fetcher's run:
+    # its remaining requests fail at once, naming the host, instead of each retrying with backoff.
+    host_max_failures: int = field(default_factory=lambda: int(_env_float("CASEFORGE_HOST_MAX_FAILURES", 12)))
+    host_failure_budget_s: float = field(default_factory=lambda: _env_float("CASEFORGE_HOST_FAILURE_BUDGET_S", 120.0))
 
     @property
     def db_key(self) -> str:
@@ -68,12 +74,4 @@ def settings(db: str | Path | None = None) -> Settings:
     base = Settings()
     if db is None:
         return base
-    return Settings(
-        db_path=Path(db),
-        samples_dir=base.samples_dir,
-        user_agent=base.user_agent,
-        requests_per_second=base.requests_per_second,
-        max_retries=base.max_retries,
-        backoff_base_s=base.backoff_base_s,
-        timeout_s=base.timeout_s,
-    )
+    return dataclasses.replace(base, db_path=Path(db))

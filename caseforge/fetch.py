@@ -1,11 +1,13 @@
 """The one HTTP client every source uses: polite, retrying, conditional, archiving."""
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Callable, ContextManager
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
@@ -29,6 +31,41 @@ class FetchError(RuntimeError):
         self.url = url
         self.reason = reason
         self.status = status
+
+
+class HostUnreachable(FetchError):
+    """A request not made: its host failed too many connection attempts in a row during this fetcher's run
+    (Settings.host_max_failures / host_failure_budget_s), so its remaining requests fail at once."""
+
+    def __init__(self, url: str, host: str, reason: str):
+        super().__init__(url, reason)
+        self.host = host
+
+
+@dataclass
+class HostHealth:
+    """The current streak of connection failures (no HTTP answer at all) against one host."""
+    failures: int = 0
+    since: float | None = None          # clock reading at the first failure of the streak
+    down: str | None = None             # why the host was given up (then every request to it fails at once)
+
+
+# --- a slot per upstream host, shared by every process (installed by the orchestrator) ---
+
+def _no_slot(host: str) -> ContextManager:
+    return contextlib.nullcontext()
+
+
+_host_slot: Callable[[str], ContextManager] = _no_slot
+
+
+def install_host_slots(acquire: Callable[[str], ContextManager] | None) -> None:
+    """`acquire(host)` → a context manager held while a fetcher talks to that host (from its first request
+    to that host until the fetcher is closed): caseforge.flows.common installs one that takes a slot of
+    the Prefect global concurrency limit `upstream-<host>` when running inside a Prefect run against a
+    server. None puts back the default (no slot)."""
+    global _host_slot
+    _host_slot = acquire or _no_slot
 
 
 @dataclass
@@ -91,10 +128,15 @@ class Fetcher:
         transport: httpx.BaseTransport | None = None,
         sleep=time.sleep,
         rng: random.Random | None = None,
+        clock=time.monotonic,
     ):
         self.settings = settings
         self.archive = archive
         self.sleep = sleep
+        self.clock = clock
+        self.hosts: dict[str, HostHealth] = {}
+        self._slots = contextlib.ExitStack()
+        self._slotted: set[str] = set()
         self.rng = rng or random.Random()
         self.stats = FetchStats()
         self.limiter = HostRateLimiter(settings.requests_per_second, sleep=sleep)
@@ -106,7 +148,38 @@ class Fetcher:
         )
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self._slots.close()
+        finally:
+            self.client.close()
+
+    def _hold_slot(self, host: str) -> None:
+        """Take the host's shared slot before the first request to it; held until close()."""
+        if host not in self._slotted:
+            self._slotted.add(host)
+            self._slots.enter_context(_host_slot(host))
+
+    def _connection_failed(self, host: str, reason: str, upcoming_s: float = 0.0) -> str | None:
+        """Count a connection failure against `host`; the reason it is now given up, or None. `upcoming_s`:
+        the backoff about to be slept, counted against the time budget (no sleep past it)."""
+        health = self.hosts.setdefault(host, HostHealth())
+        now = self.clock()
+        health.failures += 1
+        if health.since is None:
+            health.since = now
+        elapsed = now - health.since
+        limit, budget = self.settings.host_max_failures, self.settings.host_failure_budget_s
+        if (limit > 0 and health.failures >= limit) or (budget > 0 and elapsed + upcoming_s >= budget):
+            health.down = (f"host {host} unreachable: {health.failures} connection attempt(s) in a row failed "
+                           f"over {elapsed:.0f} s (last: {reason}); its remaining requests are not made "
+                           "(CASEFORGE_HOST_MAX_FAILURES / CASEFORGE_HOST_FAILURE_BUDGET_S)")
+            log.warning("%s", health.down)
+        return health.down
+
+    def _answered(self, host: str) -> None:
+        health = self.hosts.get(host)
+        if health is not None and health.down is None:
+            health.failures, health.since = 0, None
 
     def __enter__(self) -> "Fetcher":
         return self
@@ -147,16 +220,26 @@ class Fetcher:
         attempts = self.settings.max_retries + 1
         last_reason = "no attempt made"
         for attempt in range(attempts):
+            down = self.hosts.get(host, HostHealth()).down
+            if down:
+                self.stats.failures += 1
+                raise HostUnreachable(full_url, host, down)
+            self._hold_slot(urlsplit(full_url).hostname or host)
             self.limiter.wait(host)
             self.stats.requests += 1
             wait = None
             try:
                 response = self.client.get(full_url, headers=headers)
-            except httpx.TimeoutException as exc:
-                last_reason = f"timeout ({type(exc).__name__})"
-            except httpx.TransportError as exc:
-                last_reason = f"transport error: {exc}"
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last_reason = (f"timeout ({type(exc).__name__})" if isinstance(exc, httpx.TimeoutException)
+                               else f"transport error: {exc}")
+                wait = self._backoff(attempt) if attempt + 1 < attempts else 0.0
+                down = self._connection_failed(host, last_reason, wait)
+                if down:
+                    self.stats.failures += 1
+                    raise HostUnreachable(full_url, host, down) from exc
             else:
+                self._answered(host)
                 status = response.status_code
                 self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
                 if status == 304 and archived is not None:

@@ -87,6 +87,14 @@ def section(*keys: str, path: str | Path | None = None) -> dict:
     return dict(node) if isinstance(node, dict) else {}
 
 
+def upstream(name: str) -> str:
+    """The base URL a live source fetches from ([upstream] <name>), without a trailing slash."""
+    url = section("upstream").get(name)
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"no base URL for source {name!r}: set [upstream] {name} in the settings")
+    return url.rstrip("/")
+
+
 def fingerprint(value) -> str:
     """A stable digest of a settings value (for change detection; key order does not matter)."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

@@ -8,11 +8,11 @@
 # kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template; process suits
 # GPU machines that run `prefect worker start --pool caseforge-gpu` themselves.
 #
-# Global concurrency limits, one per upstream host, bound how many flow runs (on any worker) talk to
-# that host at once; the per-process rate limit of caseforge.fetch still spaces the requests.
-# A flow that fetches holds a slot with:
-#     from prefect.concurrency.sync import concurrency
-#     with concurrency("upstream-api.oyez.org", occupy=1): ...
+# Global concurrency limits, one per upstream host (upstream-<host name>), bound how many runs (on any
+# worker) talk to that host at once: caseforge.fetch takes one slot of its host's limit at a fetcher's first
+# request to the host and gives it back when the fetcher closes (flows/common.py, PrefectHostSlots), whenever
+# it runs inside a Prefect run against this server. A host without a limit is fetched without one (Prefect
+# logs a warning). The per-process rate limit of caseforge.fetch still spaces the requests.
 set -euo pipefail
 
 PREFECT="${PREFECT:-prefect}"
@@ -51,5 +51,5 @@ pool caseforge-gpu "${gpu_args[@]}" \
 # upstream host -> at most this many flow runs fetching from it at once
 limit upstream-api.oyez.org 1
 limit upstream-hudoc.echr.coe.int 1
-limit upstream-www.echr.coe.int 1
+limit upstream-ks.echr.coe.int 1          # the case-law guides (tasks/guides/ingest.py)
 limit upstream-wenshu.court.gov.cn 1

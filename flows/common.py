@@ -3,6 +3,7 @@ Prefect flow runs when the settings name a worker pool, plain steps made into ta
 returns, and reading that state back."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -14,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.states import Completed, Failed
 
-from caseforge import artifacts
+from caseforge import artifacts, fetch
 from caseforge.flows.llm_shard import PrefectShardRuns
 from caseforge.llm import fanout
 from caseforge.runs import StageReport
@@ -40,8 +41,30 @@ class PrefectArtifacts:
             create_link_artifact(key=key, link=link, description=description)
 
 
+class PrefectHostSlots:
+    """caseforge.fetch's per-host slot → one slot of the Prefect global concurrency limit `upstream-<host>`
+    (deployments/setup.sh creates them), held while a fetcher talks to that host, so that at most that many
+    runs on any worker fetch from one host at once. Only inside a flow or task run against a Prefect server
+    (PREFECT_API_URL set): a local run in ephemeral mode has no such limits and takes no slot. A limit the
+    server does not have is skipped with Prefect's warning (strict=False), never an error."""
+
+    def __call__(self, host: str):
+        from prefect.settings import PREFECT_API_URL
+
+        if not PREFECT_API_URL.value() or not PrefectArtifacts._inside_a_run():
+            return contextlib.nullcontext()
+        from prefect.concurrency.sync import concurrency
+
+        return concurrency(host_limit_name(host), occupy=1, strict=False)
+
+
+def host_limit_name(host: str) -> str:
+    return f"upstream-{host}"
+
+
 artifacts.install(PrefectArtifacts())
 fanout.install(PrefectShardRuns())
+fetch.install_host_slots(PrefectHostSlots())
 
 
 def as_tasks(steps, prefix: str):
@@ -52,12 +75,41 @@ def as_tasks(steps, prefix: str):
         for field in dataclasses.fields(steps)})
 
 
+class RunFailed(Exception):
+    """What a Failed state this project returns carries as its data: the state's message and the report (a
+    flow's report dict, or a nightly stage's outcome).
+
+    Prefect turns a Failed state's data into an exception wherever the failure is raised
+    (prefect.states.get_state_exception): in a process worker's flow-run process, `run_flow` asks the final
+    state for its result that way. Data that is neither an exception, a string nor a state (the report dict
+    these states used to carry) cannot be: Prefect raised `TypeError: Unexpected result for failed state:
+    {...} —— dict cannot be resolved into an exception` there instead of the run's own failure. As an
+    exception the report is raised as itself, and `report_of` reads it back."""
+
+    def __init__(self, message: str, report):
+        super().__init__(message, report)          # both in args: it pickles (result persistence)
+        self.message = message
+        self.report = report
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:              # Prefect logs a failed state with its data's repr: keep it short
+        short = self.message if len(self.message) <= 300 else self.message[:300] + "…"
+        return f"RunFailed({short!r})"
+
+
+def failed_state(message: str, report):
+    """A Failed state carrying `report` (see RunFailed)."""
+    return Failed(message=message, data=RunFailed(message, report))
+
+
 def final_state(report: StageReport):
     """Completed when everything landed, Failed (with the report as data) otherwise."""
     data = report.to_dict()
     if report.ok:
         return Completed(message=f"{report.name}: ok", data=data)
-    return Failed(message=f"{report.name}: {report.status}: {len(report.failures)} problem(s)", data=data)
+    return failed_state(f"{report.name}: {report.status}: {len(report.failures)} problem(s)", data)
 
 
 class FlowCrashed(RuntimeError):
@@ -67,6 +119,8 @@ class FlowCrashed(RuntimeError):
 def report_of(state) -> dict:
     """The report dict a flow's final state carries; FlowCrashed with the reason when it carries none."""
     data = state.result(raise_on_failure=False)
+    if isinstance(data, RunFailed):
+        data = data.report
     if isinstance(data, BaseException):
         raise FlowCrashed(f"{type(data).__name__}: {data}")
     if not isinstance(data, dict):

@@ -23,13 +23,14 @@ from typing import Callable
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed, Failed
+from prefect.states import Completed
 
 from caseforge import settings_file
 from caseforge.config import Settings
 from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
 from caseforge.flows import registry
+from caseforge.flows.common import FlowCrashed, RunFailed, failed_state
 from caseforge.release import NothingToRelease
 from caseforge.runs import StageReport, finish_run, start_run
 from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
@@ -210,14 +211,22 @@ class NightlyOptions:
     force: bool = False                        # run builders, evaluations and exports even when nothing changed
 
 
+def run_in_place(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:
+    """How run_nightly runs a builder, an evaluation or an export without Prefect: just so."""
+    return run()
+
+
 def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 map_sources: Callable[[Settings, list], list[StageOutcome]] = threaded_sources,
                 sources: dict[str, registry.Source] | None = None, builders: dict[str, registry.Builder] | None = None,
                 evaluations: dict[str, registry.Evaluation] | None = None,
-                releases: dict[str, registry.Release] | None = None, plots: dict | None = None) -> NightlyResult:
+                releases: dict[str, registry.Release] | None = None, plots: dict | None = None,
+                run_stage: Callable[[str, str, Callable[[], StageOutcome]], StageOutcome] = run_in_place,
+                ) -> NightlyResult:
     """Sources in parallel, then builders, then evaluations, then exports; a summary in ops.nightly_stages
     and run_dir. Builders and evaluations are those the registry marks `nightly`, with the options of
     [nightly.builders.<name>] / [nightly.evaluations.<name>] in the settings (the per-night caps).
+    `run_stage(stage, name, run)` runs each builder, evaluation and export (the flow makes each a task run).
 
     `sources`, `builders`, `evaluations`, `releases` and `plots` default to the registry's (tests pass
     doubles)."""
@@ -260,9 +269,9 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
             for name, entry in sorted(group.items()):
                 opts = settings_file.section("nightly", section, name)
-                outcomes.append(_gated(con, stage, name, entry.inputs,
-                                       lambda entry=entry, opts=opts: entry.run(settings, **opts), run_id,
-                                       options.force, depends_on(entry, opts)))
+                outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
+                    con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
+                    options.force, depends_on(entry, opts))))
         failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
         for name, release in sorted(releases.items()):
             folder = release_dir / name
@@ -272,8 +281,8 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                     f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
                 continue
             force = options.force or not folder.is_dir()
-            outcomes.append(_gated(con, "export", name, release.inputs,
-                                   lambda release=release, folder=folder: release.write(con, folder), run_id, force))
+            outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
+                con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force)))
         for outcome in outcomes:
             _record(con, run_id, outcome)
         result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
@@ -307,14 +316,52 @@ def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:
 
 # --- the flow ---
 
-source_task = task(name="nightly-source", cache_policy=NO_CACHE)(run_source)
+def stage_state(outcome: StageOutcome):
+    """What a stage's task run returns: its outcome, or a Failed state carrying it when the stage failed (or
+    quarantined), so the task run shows Failed in the UI while the nightly goes on with the others."""
+    if not outcome.failed:
+        return outcome
+    reasons = outcome.failures or [outcome.status]
+    summary = reasons[0] if len(reasons) == 1 else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}"
+    return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {summary}", outcome)
+
+
+def outcome_of(state) -> StageOutcome:
+    """The outcome a stage's task run ended with, Completed or Failed (never raises for a failed stage)."""
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, RunFailed):
+        value = value.report
+    if isinstance(value, StageOutcome):
+        return value
+    raise FlowCrashed(f"a nightly stage ended {state.type.value.lower()} without an outcome: {state.message or value!r}")
+
+
+def _source_stage(settings: Settings, source: registry.Source, kwargs: dict):
+    return stage_state(run_source(settings, source, kwargs))
+
+
+def _gated_stage(run: Callable[[], StageOutcome]):
+    return stage_state(run())
+
+
+source_task = task(name="nightly-source", cache_policy=NO_CACHE)(_source_stage)
+stage_task = task(name="nightly-stage", cache_policy=NO_CACHE)(_gated_stage)
 
 
 def prefect_sources(settings: Settings, planned: list) -> list[StageOutcome]:
     """Each source as a Prefect task run on the flow's thread pool (one task per source, not per row)."""
     futures = [source_task.with_options(task_run_name=f"source-{source.name}").submit(settings, source, kwargs)
                for source, kwargs in planned]
-    return [f.result() for f in futures]
+    for future in futures:
+        future.wait()
+    return [outcome_of(future.state) for future in futures]
+
+
+def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:
+    """A builder, an evaluation or an export as its own task run of the nightly (in the flow's thread: they
+    share its DuckDB connection), named <stage>-<name>."""
+    state = stage_task.with_options(name=f"nightly-{stage}", task_run_name=f"{stage}-{name}")(run, return_state=True)
+    return outcome_of(state)
 
 
 @flow(name="nightly", log_prints=True)
@@ -330,12 +377,13 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
                              release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force)
     with settings_file.overriding(settings):
-        result = run_nightly(warehouse, options, map_sources=prefect_sources)
+        result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
         publish_artifacts(result, quality_rows(con))
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = result.to_dict()
     if result.ok:
         return Completed(message=f"nightly {result.run_id}: ok", data=data)
-    return Failed(message=f"nightly {result.run_id}: {len(data['failures'])} problem(s): "
-                          + "; ".join(data["failures"][:3]), data=data)
+    failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]
+    return failed_state(f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
+                        f"{len(data['failures'])} problem(s): " + "; ".join(data["failures"][:3]), data)

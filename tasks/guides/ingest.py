@@ -10,6 +10,7 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
+from caseforge import settings_file
 from caseforge.archive import Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
 from caseforge.config import Settings
@@ -28,7 +29,7 @@ from caseforge.warehouse import run_sql
 log = logging.getLogger(__name__)
 
 SOURCE = "guides"
-KS_DOCUMENTS = "https://ks.echr.coe.int/documents/d/echr-ks/{guide_id}"
+KS_DOCUMENTS = "/documents/d/echr-ks/{guide_id}"      # under [upstream] guides
 DEFAULT_GUIDES = ("guide_art_2_eng", "guide_art_3_eng", "guide_art_5_eng", "guide_art_6_criminal_eng",
                   "guide_art_6_eng", "guide_art_8_eng", "guide_art_10_eng", "guide_art_14_art_1_protocol_12_eng")
 FRENCH_MAP_NAME = "french_to_english_citations.csv"
@@ -75,7 +76,7 @@ def replay_sources(archive: RawArchive, directory: Path, report: StageReport,
 def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], report: StageReport) -> list[GuideSource]:
     sources = []
     for guide_id in guide_ids:
-        url = KS_DOCUMENTS.format(guide_id=guide_id)
+        url = settings_file.upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
         try:
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
         except FetchError as exc:

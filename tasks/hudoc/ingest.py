@@ -21,7 +21,7 @@ from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
-from caseforge.tasks.hudoc.query import API, SOURCE, QueryPager, since_with_overlap, yearly_windows
+from caseforge.tasks.hudoc.query import SOURCE, api, QueryPager, since_with_overlap, yearly_windows
 from caseforge.tasks.hudoc.readers import parse_document
 from caseforge.warehouse import run_sql
 
@@ -32,8 +32,8 @@ DOCUMENT_COUNTERS = ("html_fetched", "docx_fetched", "documents_parsed", "docume
                      "extra_bodies_ignored")
 PARAGRAPH_COUNTERS = ("paragraphs_parsed", "paragraphs_loaded", "paragraphs_quarantined")
 OVERLAP_DAYS = 14
-HTML_URL = f"{API}/app/conversion/docx/html/body"
-DOCX_URL = f"{API}/app/conversion/docx/"
+HTML_PATH = "/app/conversion/docx/html/body"
+DOCX_PATH = "/app/conversion/docx/"
 ITEMID_IN_NAME = re.compile(r"^(\d{3}-\d+)")
 # doctypes whose body ends with an operative part ('FOR THESE REASONS, THE COURT ...'): judgments and decisions
 OPERATIVE_DOCTYPES = re.compile(r"^[A-Z]{2}(?:JUD|DEC)$")
@@ -236,7 +236,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
     """HTML first; the DOCX route when the HTML is missing, empty, or yields no paragraphs."""
     params = {"library": "ECHR", "id": itemid}
     reasons = []
-    for kind, url in (("html", HTML_URL), ("docx", DOCX_URL)):
+    for kind, url in (("html", api() + HTML_PATH), ("docx", api() + DOCX_PATH)):
         try:
             result = fetcher.get(SOURCE, f"{kind}/{itemid}", url, params=params)
         except FetchError as exc:

@@ -5,14 +5,20 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Callable, Iterator
 
+from caseforge import settings_file
 from caseforge.archive import Payload
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.runs import StageReport
 from caseforge.tasks.hudoc.metadata import RecordFilter, TruncatedPage, records_from_payload
 
 SOURCE = "hudoc"
-API = "https://hudoc.echr.coe.int"
-QUERY_URL = f"{API}/app/query/results"
+def api() -> str:
+    """HUDOC's base URL ([upstream] hudoc)."""
+    return settings_file.upstream("hudoc")
+
+
+def query_url() -> str:
+    return f"{api()}/app/query/results"
 RANKING_MODEL = "11111111-0000-0000-0000-000000000000"
 RESULT_CAP = 10_000
 MAX_PAGE = 500
@@ -113,7 +119,7 @@ class QueryPager:
         key = f"query/{window.label()}/{start}"
         params = query_params(window, self.record_filter, start, self.page_size)
         try:
-            result = self.fetcher.get(SOURCE, key, QUERY_URL, params=params, conditional=False)
+            result = self.fetcher.get(SOURCE, key, query_url(), params=params, conditional=False)
         except FetchError as exc:
             self._count("query_pages_failed")
             self._problem(key, f"query page fetch failed: {exc.reason}")

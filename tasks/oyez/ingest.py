@@ -14,6 +14,7 @@ import duckdb
 import httpx
 import pandas as pd
 
+from caseforge import settings_file
 from caseforge.archive import Payload, RawArchive, payload_origin, size_problem
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
@@ -31,7 +32,10 @@ from caseforge.warehouse import run_sql, sql_text
 log = logging.getLogger(__name__)
 
 SOURCE = "oyez"
-API = "https://api.oyez.org"
+def api() -> str:
+    """The Oyez API's base URL ([upstream] oyez)."""
+    return settings_file.upstream("oyez")
+
 BATCH_SIZE = 200
 
 
@@ -45,8 +49,8 @@ class PlannedCase:
 def list_request(term: str | None) -> tuple[str, str, dict]:
     """(archive key, url, params) of the case list, all terms or one."""
     if term:
-        return f"list/{term}", f"{API}/cases", {"per_page": 0, "filter": f"term:{term}"}
-    return "list/all", f"{API}/cases", {"per_page": 0}
+        return f"list/{term}", f"{api()}/cases", {"per_page": 0, "filter": f"term:{term}"}
+    return "list/all", f"{api()}/cases", {"per_page": 0}
 
 
 def summary_sha(item: dict) -> str:

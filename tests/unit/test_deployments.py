@@ -54,3 +54,16 @@ def test_the_workers_extra_is_pinned_on_top_of_the_lock():
     assert base["prefect"] == "3.8.8"
     assert not set(workers) & set(base), "a package pinned in both lock files"
     assert "requirements-workers.lock" in (ROOT / "Makefile").read_text()
+
+
+def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_sources_fetch_from():
+    from urllib.parse import urlsplit
+
+    from caseforge.flows.common import host_limit_name
+
+    from caseforge.tasks.cn.api import DEFAULT_DOC_URL
+
+    urls = [*settings_file.section("upstream").values(), DEFAULT_DOC_URL]
+    hosts = {urlsplit(url).hostname for url in urls}
+    created = set(re.findall(r"^limit (\S+) \d+", (DEPLOYMENTS / "setup.sh").read_text(), re.M))
+    assert created == {host_limit_name(host) for host in hosts}
