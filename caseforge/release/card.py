@@ -1,0 +1,123 @@
+"""The dataset card: README.md with Hugging Face front matter, splits, columns and their meanings, the fresh split,
+intended use and limitations, how the release was built, source licences, citation and version."""
+from __future__ import annotations
+
+import json
+
+from caseforge.release.content import ReleaseContent
+from caseforge.release.layout import CROISSANT, FRESH, MANIFEST
+from caseforge.release.licences import LICENCES, licence_id
+
+
+def card_rows(con, statement: str, params=None) -> list[dict]:
+    """The rows of one statement under sql/ as dicts (for the card: stages, quality results, windows)."""
+    from caseforge.warehouse import run_sql
+
+    cursor = run_sql(con, statement, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def md_table(headers: list[str], rows: list[list]) -> str:
+    def cell(value) -> str:
+        text = "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_card(dataset: str, release: ReleaseContent) -> str:
+    """The dataset card as Markdown with Hugging Face front matter.
+
+    `release.card` keys (all optional unless said): title, description, licence (the LICENCES entry whose terms
+    the release carries; required for the front matter's licence), language [codes], task_categories, tags,
+    sources (names of LICENCES), distributions {name: {value: count}}, quality [rows], stages [{stage, model,
+    template_id, template_sha}], build (how it was built, Markdown), intended_use, limitations, citation
+    (BibTeX of the method the release follows), notes."""
+    card = release.card
+    parts = ["---", *front_matter(dataset, release), "---", "", f"# {card.get('title', dataset)}", ""]
+    if card.get("description"):
+        parts += [card["description"].strip(), ""]
+    parts += [f"Version `{release.version}`; data date {release.data_date or 'unknown (no dated row)'} (the newest "
+              "source-document date in the release, not the day it was written).", ""]
+    parts += ["## Splits", "", md_table(
+        ["split", "rows", "file"],
+        [[name, release.tables[name].num_rows, f"data/{name}.parquet"] for name in release.split_names()]), ""]
+    parts += ["## Columns", ""]
+    for names, schema in release.schema_groups():
+        parts += [f"Split{'s' if len(names) > 1 else ''} {', '.join(names)}:", "", md_table(
+            ["column", "type", "meaning"],
+            [[field.name, str(field.type), release.columns[field.name]] for field in schema]), ""]
+    parts += ["## Fresh split", "", release.fresh.describe(release.date_column, release.tables[FRESH].num_rows), ""]
+    if card.get("intended_use") or card.get("limitations"):
+        parts += ["## Intended use and limitations", ""]
+        if card.get("intended_use"):
+            parts += [card["intended_use"].strip(), ""]
+        if card.get("limitations"):
+            parts += [card["limitations"].strip(), ""]
+    parts += ["## How it was built", ""]
+    if card.get("build"):
+        parts += [card["build"].strip(), ""]
+    if card.get("stages"):
+        keys = ["stage", "model", "template_id", "template_sha"]
+        rows = [[s.get(k) for k in keys] for s in sorted(card["stages"], key=lambda s: json.dumps(s, sort_keys=True))]
+        parts += ["### Models and prompts per stage", "", md_table(keys, rows), ""]
+    if card.get("quality"):
+        keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected"]
+        rows = [[q.get(k) for k in keys] for q in sorted(card["quality"], key=lambda q: str(q.get("table_name")))]
+        parts += ["### Quality gate (latest result per table)", "", md_table(keys, rows), ""]
+    for name, distribution in sorted(card.get("distributions", {}).items()):
+        total = sum(distribution.values()) or 1
+        rows = [[k, v, f"{100 * v / total:.1f}%"] for k, v in sorted(distribution.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+        parts += [f"### Distribution: {name}", "", md_table(["value", "count", "share"], rows), ""]
+    parts += ["### Provenance", ""]
+    if release.payload_digest:
+        parts += [f"{release.payload_count} upstream payloads are listed with their sha256 in "
+                  f"`provenance/source_payloads.tsv`; sha256 of that list: `{release.payload_digest}`.", ""]
+    else:
+        parts += ["No upstream payload list was given for this release.", ""]
+    if card.get("notes"):
+        parts += ["### Notes", "", card["notes"].strip(), ""]
+    sources = sorted(card.get("sources", []))
+    if sources:
+        rows = [[s, LICENCES.get(s, "UNKNOWN: add it to caseforge.release.LICENCES")] for s in sources]
+        parts += ["## Licences of the sources", "", md_table(["source", "licence"], rows), ""]
+    if card.get("citation"):
+        parts += ["## Citation", "", "The method this release follows:", "", "```bibtex", card["citation"].strip(),
+                  "```", ""]
+    parts += ["## Version and date", "",
+              f"Version `{release.version}`: the data date, then the first 12 hex digits of the sha256 of the rows "
+              f"(`{release.data_digest}`), so the same rows always carry the same version. Data date: "
+              f"{release.data_date or 'unknown'}.", "",
+              f"`{CROISSANT}` holds the Croissant 1.1 metadata; every file's sha256 is in `{MANIFEST}`.", ""]
+    return "\n".join(parts)
+
+
+def _yaml(value) -> str:
+    """A YAML scalar: JSON strings are YAML strings, whatever characters they hold."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def size_category(rows: int) -> str:
+    """The Hugging Face size bucket of a row count."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")):
+        if rows < limit:
+            return name
+    return "n>1T" if rows > 1_000_000_000_000 else "1B<n<10B"
+
+
+def front_matter(dataset: str, release: ReleaseContent) -> list[str]:
+    card = release.card
+    lines = [f"license: {licence_id(card)}", "language:"]
+    lines += [f"- {code}" for code in card.get("language", ["en"])]
+    lines += ["task_categories:"] + [f"- {t}" for t in card.get("task_categories", ["other"])]
+    lines += ["size_categories:", f"- {size_category(release.main_rows())}"]
+    lines += [f"pretty_name: {_yaml(card.get('title', dataset))}"]
+    if card.get("tags"):
+        lines += ["tags:"] + [f"- {_yaml(t)}" for t in card["tags"]]
+    lines += ["configs:", "- config_name: default", "  data_files:"]
+    for name in release.split_names():
+        lines += [f"  - split: {name}", f"    path: data/{name}.parquet"]
+    return lines

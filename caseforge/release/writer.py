@@ -1,0 +1,227 @@
+"""The release writer: `write_release` (canonical row order, Parquet and JSONL per split with fixed settings, the
+fresh split, release.json, the card, croissant.json, the payload list and the manifest, swapped into place as a
+whole), and `read_manifest` / `verify_release` to check a written release against its manifest."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import json
+import math
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from caseforge.release.card import render_card
+from caseforge.release.content import ReleaseContent
+from caseforge.release.croissant import croissant
+from caseforge.release.fresh import _as_date, _previous_release, choose_cutoff, release_settings
+from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA, PAYLOADS
+
+# Fixed Parquet writer settings: the file depends on the rows alone.
+PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, version="2.6", use_dictionary=True,
+                       write_statistics=True, data_page_version="1.0", row_group_size=100_000)
+
+
+class NothingToRelease(RuntimeError):
+    """The release's table has no row to release (not built yet, or every item removed by its checks)."""
+
+
+@dataclass(frozen=True)
+class Release:
+    path: Path
+    files: dict[str, str]          # relative path -> sha256
+    manifest_sha256: str
+
+
+def _plain(value):
+    """A JSON-ready Python value for one cell (numpy, dates, decimals, bytes, NaN)."""
+    if value is None:
+        return None
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, (pd.Timestamp, dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is pd.NaT:
+        return None
+    return value
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    columns = list(frame.columns)
+    return [{c: _plain(v) for c, v in zip(columns, row)} for row in frame.itertuples(index=False, name=None)]
+
+
+def canonical_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted by their canonical JSON form: the order rows arrived in does not matter."""
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    keys = [json.dumps(r, sort_keys=True, ensure_ascii=False, default=str) for r in _records(frame)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    # pandas metadata names the library version only; drop it so the file depends on rows and schema
+    return pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+
+
+def _write_jsonl(records: list[dict], path: Path) -> None:
+    with path.open("w", encoding="utf-8", newline="\n") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False, default=str))
+            out.write("\n")
+
+
+
+def _write_table(frame: pd.DataFrame, table: pa.Table, folder: Path, name: str) -> dict[str, str]:
+    pq.write_table(table, folder / f"{name}.parquet", **PARQUET_OPTIONS)
+    _write_jsonl(_records(frame), folder / f"{name}.jsonl")
+    return {f"data/{name}.{ext}": _sha256(folder / f"{name}.{ext}") for ext in ("parquet", "jsonl")}
+
+
+def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
+                  source_payloads: pd.DataFrame | None = None, *, columns: dict[str, str], date_column: str,
+                  fresh_after: str | None = None, fresh_months: int | None = None) -> Release:
+    """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
+
+    `columns`: the meaning of every released column (a column without one is refused). `date_column`: the column,
+    in every table, holding the date of the row's source document (decision or judgment date); it dates the
+    release and picks the fresh split. `fresh_after` / `fresh_months`: the settings' `[release]` values unless
+    given. `source_payloads`: optional frame with columns source, key, sha256 (the payloads behind the rows).
+    """
+    if not dataset or "/" in dataset or dataset.startswith("."):
+        raise ValueError(f"bad dataset name {dataset!r}")
+    if FRESH in tables:
+        raise ValueError(f"table name {FRESH!r} is the release's own fresh split")
+    missing = sorted({str(c) for frame in tables.values() for c in frame.columns} - set(columns))
+    if missing:
+        raise ValueError(f"{dataset}: no meaning for released column(s) {', '.join(missing)}: add them to the "
+                         "dataset's column dictionary (tasks/<dataset>/release_columns.py)")
+    undated = sorted(name for name, frame in tables.items() if date_column not in frame.columns)
+    if undated:
+        raise ValueError(f"{dataset}: table(s) {', '.join(undated)} lack the date column {date_column!r}")
+    if fresh_after is None or fresh_months is None:
+        configured = release_settings()
+        fresh_after = configured["fresh_after"] if fresh_after is None else fresh_after
+        fresh_months = configured["fresh_months"] if fresh_months is None else fresh_months
+    final = Path(folder).resolve()
+    if final.exists() and not final.is_dir():
+        raise ValueError(f"release folder {final} exists and is not a folder")
+    previous = _previous_release(final)
+    out_dir = final.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    (staging / "data").mkdir(parents=True)
+    try:
+        ordered = {name: canonical_order(frame) for name, frame in sorted(tables.items())}
+        arrow = {name: _arrow(frame) for name, frame in ordered.items()}
+        files: dict[str, str] = {}
+        for name, frame in ordered.items():
+            files.update(_write_table(frame, arrow[name], staging / "data", name))
+        data_digest = hashlib.sha256("".join(f"{files[f'data/{name}.jsonl']}  {name}\n"
+                                             for name in ordered).encode()).hexdigest()
+        dates = {name: [_as_date(v) for v in frame[date_column]] for name, frame in ordered.items()}
+        known = [d for values in dates.values() for d in values if d is not None]
+        newest = max(known) if known else None
+        fresh = choose_cutoff(newest, data_digest, previous, fresh_after, fresh_months)
+        cutoff = _as_date(fresh.cutoff) if fresh.cutoff else None
+        picked = [frame[[d is not None and cutoff is not None and d > cutoff for d in dates[name]]]
+                  for name, frame in ordered.items()]
+        schema = pa.unify_schemas([t.schema for t in arrow.values()], promote_options="permissive")
+        fresh_frame = canonical_order(pd.concat(picked, ignore_index=True))
+        arrow[FRESH] = pa.Table.from_pandas(fresh_frame, schema=schema, preserve_index=False).replace_schema_metadata(None)
+        files.update(_write_table(fresh_frame, arrow[FRESH], staging / "data", FRESH))
+        data_date = newest.isoformat() if newest else None
+        version = (f"{newest.year}.{newest.month}.{newest.day}" if newest else "0.0.0") + f"+{data_digest[:12]}"
+        content = ReleaseContent(card, dict(columns), date_column, arrow, files, data_digest, data_date, version, fresh)
+        if source_payloads is not None:
+            (staging / "provenance").mkdir()
+            listed = source_payloads[["source", "key", "sha256"]].drop_duplicates()
+            listed = listed.sort_values(["source", "key", "sha256"]).astype(str)
+            text = "source\tkey\tsha256\n" + "".join(f"{s}\t{k}\t{h}\n" for s, k, h in listed.itertuples(index=False))
+            (staging / PAYLOADS).write_text(text, encoding="utf-8", newline="\n")
+            content.payload_digest, content.payload_count = hashlib.sha256(text.encode()).hexdigest(), len(listed)
+            files[PAYLOADS] = _sha256(staging / PAYLOADS)
+        metadata = {"dataset": dataset, "version": version, "data_digest": data_digest, "data_date": data_date,
+                    "date_column": date_column,
+                    "fresh": {"cutoff": fresh.cutoff, "rule": fresh.rule, "reason": fresh.reason,
+                              "rows": arrow[FRESH].num_rows},
+                    "splits": {name: arrow[name].num_rows for name in content.split_names()}}
+        _write_json(metadata, staging / METADATA)
+        _write_json(croissant(dataset, content), staging / CROISSANT)
+        (staging / "README.md").write_text(render_card(dataset, content), encoding="utf-8", newline="\n")
+        files = {p.relative_to(staging).as_posix(): _sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+        manifest = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
+        (staging / MANIFEST).write_text(manifest, encoding="utf-8", newline="\n")
+        if final.exists():
+            retired = out_dir / f".{final.name}.{uuid.uuid4().hex}.old"
+            final.rename(retired)
+            staging.rename(final)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Release(final, files, hashlib.sha256(manifest.encode()).hexdigest())
+
+
+def _write_json(value, path: Path) -> None:
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8",
+                    newline="\n")
+
+
+
+def read_manifest(release_dir: str | Path) -> dict[str, str]:
+    """relative path -> sha256 from a release's manifest ({} when there is none)."""
+    path = Path(release_dir) / MANIFEST
+    if not path.exists():
+        return {}
+    entries = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        sha, rel = line.split("  ", 1)
+        entries[rel] = sha
+    return entries
+
+
+def verify_release(release_dir: str | Path) -> list[str]:
+    """One line per file whose bytes no longer match the manifest (empty when the release is intact)."""
+    release_dir = Path(release_dir)
+    problems = []
+    manifest = read_manifest(release_dir)
+    if not manifest:
+        return [f"{release_dir}: no {MANIFEST}"]
+    for rel, sha in manifest.items():
+        path = release_dir / rel
+        if not path.exists():
+            problems.append(f"{rel}: missing")
+        elif _sha256(path) != sha:
+            problems.append(f"{rel}: sha256 differs from the manifest")
+    return problems
