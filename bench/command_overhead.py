@@ -16,14 +16,16 @@ Three ways, interleaved round by round so a busy machine slows them alike:
 
 Every command gets a fresh warehouse and its own temporary PREFECT_HOME per way, so nothing here touches
 ~/.prefect or the project's data, and the local server is stopped at the end.
-Prints seconds per command (median of the warm ones, and the cold one), the overhead over bare, and the
-ratio ephemeral/local of both.
+Prints seconds per command (median of the warm ones, and the cold one), the overhead over bare, the CPU
+seconds a warm command costs (its process, its children, and the local server's share: steadier than wall time
+on a busy machine) and the ratios ephemeral/local.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,13 +51,34 @@ def samples_dir() -> Path:
     return Path(os.environ.get("CASEFORGE_SAMPLES", str(default)))
 
 
-def timed(args: list[str], env: dict) -> float:
+def server_cpu_s(prefect_home: str) -> tuple[int, float] | None:
+    """(pid, CPU seconds so far) of the local server of this PREFECT_HOME, if one runs."""
+    try:
+        pid = json.loads((Path(prefect_home) / "caseforge-server" / "server.json").read_text())["pid"]
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError, KeyError):
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(args: list[str], env: dict) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of one command: its own, its children's (a temporary server is one) and,
+    for the local server, what that server spent meanwhile."""
+    before_server = server_cpu_s(env["PREFECT_HOME"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(args)}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    after_server = server_cpu_s(env["PREFECT_HOME"])
+    if after_server is not None:
+        same = before_server is not None and before_server[0] == after_server[0]
+        cpu += after_server[1] - (before_server[1] if same else 0.0)
+    return elapsed, cpu
 
 
 def has_server_verb() -> bool:
@@ -82,6 +105,7 @@ def main() -> int:
         if "local" in envs:
             envs["local"]["CASEFORGE_PREFECT_SERVER"] = "local"
         times: dict[str, list[float]] = {way: [] for way in ways}
+        cpus: dict[str, list[float]] = {way: [] for way in ways}
         counter = 0
         try:
             for round_no in range(options.repeats + 1):          # round 0: the cold commands
@@ -92,33 +116,42 @@ def main() -> int:
                         args = [sys.executable, "-c", BARE, db, str(root / "one")]
                     else:
                         args = [str(BIN / "caseforge"), "ingest", "oyez", "--from-dir", str(root / "one"), "--db", db]
-                    seconds = timed(args, envs[way])
+                    seconds, cpu = timed(args, envs[way])
                     times[way].append(seconds)
-                    print(f"round {round_no} {way:9} {seconds:6.2f} s", file=sys.stderr, flush=True)
+                    cpus[way].append(cpu)
+                    print(f"round {round_no} {way:9} {seconds:6.2f} s wall {cpu:6.2f} s CPU", file=sys.stderr,
+                          flush=True)
         finally:
             if "local" in envs:
                 subprocess.run([str(BIN / "caseforge"), "server", "stop", "--force"], env=envs["local"],
                                capture_output=True, timeout=120)
-    bare = statistics.median(times["bare"])
+    bare, bare_cpu = statistics.median(times["bare"]), statistics.median(cpus["bare"])
     result: dict = {"command": "caseforge ingest oyez --from-dir DIR_WITH_ONE_CASE --db NEW.duckdb",
-                    "repeats": options.repeats, "bare_median_s": round(bare, 2)}
-    print(f"{'way':10} {'cold s':>7} {'warm s':>7} {'cold overhead s':>16} {'warm overhead s':>16}")
-    print(f"{'bare':10} {'':>7} {bare:7.2f}")
+                    "repeats": options.repeats, "bare_median_s": round(bare, 2), "bare_cpu_s": round(bare_cpu, 2),
+                    "bare_all_s": [round(t, 2) for t in times["bare"]]}
+    print(f"{'way':10} {'cold s':>7} {'warm s':>7} {'overhead cold':>14} {'overhead warm':>14} "
+          f"{'warm CPU s':>11} {'CPU overhead':>13}")
+    print(f"{'bare':10} {'':>7} {bare:7.2f} {'':>14} {'':>14} {bare_cpu:11.2f}")
     for way in ways[1:]:
         cold, warm = times[way][0], statistics.median(times[way][1:])
+        warm_cpu = statistics.median(cpus[way][1:])
         result[way] = {"cold_s": round(cold, 2), "warm_median_s": round(warm, 2),
                        "cold_overhead_s": round(cold - bare, 2), "warm_overhead_s": round(warm - bare, 2),
-                       "all_s": [round(t, 2) for t in times[way]]}
-        print(f"{way:10} {cold:7.2f} {warm:7.2f} {cold - bare:16.2f} {warm - bare:16.2f}")
+                       "warm_cpu_s": round(warm_cpu, 2), "warm_cpu_overhead_s": round(warm_cpu - bare_cpu, 2),
+                       "all_s": [round(t, 2) for t in times[way]], "all_cpu_s": [round(t, 2) for t in cpus[way]]}
+        print(f"{way:10} {cold:7.2f} {warm:7.2f} {cold - bare:14.2f} {warm - bare:14.2f} {warm_cpu:11.2f} "
+              f"{warm_cpu - bare_cpu:13.2f}")
     if "local" in result:
         eph, loc = result["ephemeral"], result["local"]
         ratio_overhead = eph["warm_overhead_s"] / max(loc["warm_overhead_s"], 0.01)
         ratio_command = eph["warm_median_s"] / loc["warm_median_s"]
+        ratio_cpu = eph["warm_cpu_overhead_s"] / max(loc["warm_cpu_overhead_s"], 0.01)
         result["ratio_warm_overhead_ephemeral_over_local"] = round(ratio_overhead, 1)
         result["ratio_warm_command_ephemeral_over_local"] = round(ratio_command, 2)
+        result["ratio_warm_cpu_overhead_ephemeral_over_local"] = round(ratio_cpu, 1)
         verdict = "met" if loc["warm_overhead_s"] < TARGET_WARM_OVERHEAD_S else "NOT met"
-        print(f"warm overhead ephemeral/local: {ratio_overhead:.1f}x; whole command: {ratio_command:.2f}x; "
-              f"target warm overhead < {TARGET_WARM_OVERHEAD_S:.0f} s: {verdict}")
+        print(f"ephemeral/local, warm: overhead {ratio_overhead:.1f}x, whole command {ratio_command:.2f}x, CPU "
+              f"overhead {ratio_cpu:.1f}x; target warm overhead < {TARGET_WARM_OVERHEAD_S:.0f} s: {verdict}")
     print(json.dumps(result))
     return 0
 
