@@ -214,7 +214,8 @@ def prefect_api():
       holds it, it failed to start; a warning says why): Prefect's temporary server, for this process only
       (guard_ephemeral_server)."""
     import prefect.context
-    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, get_current_settings
+    from prefect.settings import (PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME,
+                                  get_current_settings)
 
     from caseforge.flows import local_server
 
@@ -243,7 +244,14 @@ def prefect_api():
     saved_global = prefect.context.GLOBAL_SETTINGS_CONTEXT
     os.environ["PREFECT_API_URL"] = os.environ[local_server.URL_ENV] = state["api_url"]   # child processes
     # This thread's settings and the global ones, which Prefect's background threads (logs, events) read.
-    settings = get_current_settings().copy_with_update(updates={PREFECT_API_URL: state["api_url"]})
+    # Flow run heartbeats are off unless the user set them: the local server runs only the temporary
+    # server's services, none of which watches heartbeats, and each flow run's end waited up to 1 s for
+    # its heartbeat thread (Prefect 3.8.8 flow_engine._send_heartbeats sleeps in 1 s slices).
+    current = get_current_settings()
+    updates = {PREFECT_API_URL: state["api_url"]}
+    if "heartbeat_frequency" not in current.flows.model_fields_set:
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    settings = current.copy_with_update(updates=updates)
     context = prefect.context.SettingsContext(profile=saved_global.profile, settings=settings)
     prefect.context.GLOBAL_SETTINGS_CONTEXT = context
     try:
