@@ -151,7 +151,7 @@ def test_while_a_command_uses_the_local_server_prefect_talks_to_it(monkeypatch, 
     """PREFECT_API_URL points at the server inside the block (Prefect's global settings too, which its
     background threads read), a lease is held, and everything is as it was afterwards."""
     import prefect.context
-    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, get_current_settings, temporary_settings
 
     url = "http://127.0.0.1:9/api"
     monkeypatch.setenv(local_server.MODE_ENV, "local")
@@ -162,7 +162,20 @@ def test_while_a_command_uses_the_local_server_prefect_talks_to_it(monkeypatch, 
             assert state["api_url"] == url
             assert os.environ["PREFECT_API_URL"] == url and os.environ[local_server.URL_ENV] == url
             assert prefect.context.GLOBAL_SETTINGS_CONTEXT.settings.api.url == url
+            assert get_current_settings().flows.heartbeat_frequency is None   # nothing there watches them
             assert local_server.in_use(Paths.of(tmp_path))
         assert "PREFECT_API_URL" not in os.environ and local_server.URL_ENV not in os.environ
         assert not local_server.in_use(Paths.of(tmp_path))
         assert not PREFECT_API_URL.value()
+
+
+def test_heartbeats_the_user_set_are_kept(monkeypatch, tmp_path):
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, get_current_settings, temporary_settings
+
+    monkeypatch.setenv(local_server.MODE_ENV, "local")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(local_server, "ensure", lambda *a, **k: ({"pid": 1, "api_url": "http://127.0.0.1:9/api"},
+                                                                 "reused"))
+    with temporary_settings({PREFECT_HOME: str(tmp_path), PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}):
+        with common.prefect_api():
+            assert get_current_settings().flows.heartbeat_frequency == 60
