@@ -7,7 +7,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # Every command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends
 # with it, never the shared local server that outlives commands (caseforge.flows.local_server): no test leaves
-# a server behind. tests/integration/test_local_server.py opts back in, each test with its own PREFECT_HOME.
+# a server behind. tests/integration/test_local_server_processes.py opts back in, each test with its own PREFECT_HOME.
 os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
 
 # Prefect configures logging when first imported, and that closes every logging handler created
