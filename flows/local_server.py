@@ -127,13 +127,12 @@ def _forget(paths: Paths, pid: int) -> None:
             paths.state.unlink()
 
 
+_PROC = Path("/proc/self/stat").exists()
+
+
 def process_alive(pid: int) -> bool:
-    """Running (a zombie is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
+    """Running (a zombie is not, where /proc tells)."""
+    if not _PROC:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -141,6 +140,10 @@ def process_alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
     return stat[stat.rindex(")") + 2:].split()[0] not in ("Z", "X")
 
 
@@ -148,12 +151,12 @@ def owns(pid: int, paths: Paths) -> bool:
     """`pid` is alive and is the server process of this state folder (not another process given the pid)."""
     if not process_alive(pid):
         return False
+    if not _PROC:
+        return True                                     # no /proc to tell: trust the pid
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except FileNotFoundError:
-        return False
     except OSError:
-        return True                                     # no /proc to tell: trust the pid
+        return False
     return MARKER.encode() in cmdline and str(paths.home.parent).encode() in cmdline
 
 
