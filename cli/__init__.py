@@ -9,12 +9,12 @@ import sys
 import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
-from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, sql, status
+from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, terminal_tracebacks
 
 __all__ = ["build_parser", "main"]
 
-VERBS = (ingest, build, evaluate, audit, export, run, sql, status, llm)
+VERBS = (ingest, build, evaluate, audit, export, run, sql, status, llm, server)
 
 
 def build_parser() -> argparse.ArgumentParser:

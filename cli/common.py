@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
 import decimal
@@ -12,8 +13,8 @@ import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "before_flows",
-           "flow_arguments", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks"]
+__all__ = ["CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments",
+           "flows_session", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
@@ -92,15 +93,18 @@ def flow_arguments(flow, args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 
-def before_flows() -> None:
-    """What a command does before it runs a flow: Prefect's terminal output without tracebacks (unless
-    --debug; Prefect's run log keeps them), and its temporary server tied to this process's life."""
+@contextlib.contextmanager
+def flows_session():
+    """Around a command's flow runs: Prefect's terminal output without tracebacks (unless --debug; Prefect's
+    run log keeps them), and the Prefect server the flows report to (caseforge.flows.common.prefect_api:
+    the user's PREFECT_API_URL, else the shared local server, started in the background when none is up)."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.common import guard_ephemeral_server
+    from caseforge.flows.common import prefect_api
 
     terminal_tracebacks(SHOW_TRACEBACKS)
-    guard_ephemeral_server()
+    with prefect_api():
+        yield
 
 
 def run_flow(flow, **kwargs) -> dict:
@@ -108,8 +112,8 @@ def run_flow(flow, **kwargs) -> dict:
     when it failed, quarantined data or crashed."""
     from caseforge.flows.common import FlowCrashed, report_of
 
-    before_flows()
-    state = flow(**kwargs, return_state=True)
+    with flows_session():
+        state = flow(**kwargs, return_state=True)
     sys.stdout.flush()
     try:
         report = report_of(state)

@@ -1,4 +1,4 @@
-"""`caseforge ingest SOURCE`: run a source's flow locally (ephemeral Prefect, no server needed); one
+"""`caseforge ingest SOURCE`: run a source's flow locally (on the local Prefect server, no set-up needed); one
 subcommand per source in caseforge.flows.registry.SOURCES, each with only its own options."""
 from __future__ import annotations
 

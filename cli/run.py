@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option, before_flows
+from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option, flows_session
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,9 +28,10 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     from caseforge.flows.nightly import nightly_refresh
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
-    before_flows()
-    state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
-                            release_dir=args.release_dir, sources=sources, force=args.force, return_state=True)
+    with flows_session():
+        state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
+                                release_dir=args.release_dir, sources=sources, force=args.force,
+                                return_state=True)
     sys.stdout.flush()
     try:
         data = report_of(state)

@@ -25,6 +25,7 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Cancelled, Cancelling, Crashed
 
+from caseforge.flows.local_server import URL_ENV as LOCAL_URL_ENV
 from caseforge.llm import fanout
 from caseforge.llm.config import backend_for, llm_choice
 from caseforge.llm.shards import run_shard
@@ -73,9 +74,11 @@ class PrefectShardRuns:
     def _check(self, deployment: str, pool: str) -> None:
         if (deployment, pool) in self._checked:
             return
-        if not PREFECT_API_URL.value():
+        url = PREFECT_API_URL.value()
+        if not url or url == os.environ.get(LOCAL_URL_ENV):
             raise RuntimeError("[fanout] needs a Prefect server with workers on the pool: set PREFECT_API_URL "
-                               "(a local run without a server has no workers to fan out to)")
+                               "(a local run, on caseforge's own local server or none, has no workers to fan "
+                               "out to)")
         with get_client(sync_client=True) as client:
             found = client.read_deployment_by_name(deployment)
         if found.work_pool_name != pool:

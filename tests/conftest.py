@@ -5,6 +5,10 @@ import pytest
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# Every command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends
+# with it, never the shared local server that outlives commands (caseforge.flows.local_server): no test leaves
+# a server behind. tests/integration/test_local_server_processes.py opts back in, each test with its own PREFECT_HOME.
+os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
 
 # Prefect configures logging when first imported, and that closes every logging handler created
 # before it. absl (imported by rouge_score) makes one on the sys.stderr of that moment, which under
@@ -41,3 +45,33 @@ def pytest_sessionfinish(session, exitstatus):
     import logging
 
     logging.getLogger("prefect").disabled = True
+    _no_local_server_left(session)
+
+
+def _no_local_server_left(session) -> None:
+    """A safety net under the tests' own clean-up: a local Prefect server (caseforge.flows.local_server) whose
+    PREFECT_HOME is under this session's temporary folder is killed, and the session fails naming it."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    proc = Path("/proc")
+    if factory is None or not proc.is_dir():
+        return
+    try:
+        base = str(factory.getbasetemp().resolve()).encode()
+    except (OSError, ValueError):
+        return
+    left = []
+    for entry in proc.iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if b"caseforge.flows.local_server" in cmdline and any(arg.startswith(base) for arg in cmdline):
+            left.append(int(entry.name))
+    for pid in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    if left:
+        print(f"\nlocal Prefect servers left running by the tests (killed): {left}")
+        session.exitstatus = 1
