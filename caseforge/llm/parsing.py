@@ -45,14 +45,16 @@ def extract_json(text: str) -> object:
     if text is None or not text.strip():
         raise InvalidOutput("empty output")
     stripped = text.strip()
+    # strict=False: a raw control character inside a string is read as itself. llama-cpp-python's grammar
+    # lets a model write line breaks unescaped inside a JSON string.
     try:
-        return json.loads(stripped)
+        return json.loads(stripped, strict=False)
     except json.JSONDecodeError:
         pass
     candidates = [m.group(1) for m in _FENCE.finditer(stripped)] + list(_balanced_objects(stripped))
     for candidate in candidates:
         try:
-            return json.loads(candidate.strip())
+            return json.loads(candidate.strip(), strict=False)
         except json.JSONDecodeError:
             continue
     raise InvalidOutput(f"no JSON object found in output: {stripped[:120]!r}")
