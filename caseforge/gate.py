@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import os
 import threading
 from dataclasses import dataclass, field
@@ -97,6 +98,16 @@ def _gx_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def validate(table: str, frame: pd.DataFrame) -> GateResult:
+    """The batch against its table's suite; a progress line says how it went and how long it took."""
+    started = time.monotonic()
+    result = _validate(table, frame)
+    log.info("gate %s: %d rows checked, %d passed, %s in %.1fs", table, result.rows_checked, len(result.passed),
+             "batch rejected" if result.batch_rejected else f"{len(result.failed_rows)} quarantined",
+             time.monotonic() - started)
+    return result
+
+
+def _validate(table: str, frame: pd.DataFrame) -> GateResult:
     suite_json = load_suite_json(table)
     frame = frame.reset_index(drop=True)
     result = GateResult(table=table, suite=suite_json["name"], rows_checked=len(frame), passed=frame)

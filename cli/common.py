@@ -97,8 +97,9 @@ def before_flows() -> None:
     --debug; Prefect's run log keeps them), and its temporary server tied to this process's life."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.common import guard_ephemeral_server
+    from caseforge.flows.common import caseforge_logs_in_prefect, guard_ephemeral_server
 
+    caseforge_logs_in_prefect()        # progress lines on the terminal and in the run log, past Prefect's WARNING root
     terminal_tracebacks(SHOW_TRACEBACKS)
     guard_ephemeral_server()
 

@@ -116,7 +116,9 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict]
 def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,
                     report: StageReport) -> None:
     rows = []
+    progress = Progress("hudoc metadata files", total=len(paths), unit="files")
     for path in paths:
+        progress.step(1)
         too_big = size_problem(SOURCE, "metadata", path.stat().st_size)
         if too_big:
             quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
@@ -125,6 +127,7 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
         payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
         report.add("metadata_files")
         rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
+    progress.close()
     for start in range(0, len(rows), BATCH_SIZE * 5):
         load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report)
 
@@ -144,11 +147,19 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
 
     pager = QueryPager(fetcher, record_filter, report=report, on_problem=on_problem)
     rows: list[dict] = []
-    for page in pager.pages(yearly_windows(since, until)):
+    windows = yearly_windows(since, until)
+    progress = Progress("hudoc metadata pages", unit="pages", counters={"windows": 0})
+    seen_windows = set()
+    for page in pager.pages(windows):
+        if page.window not in seen_windows:
+            seen_windows.add(page.window)
+            progress.count("windows")
+        progress.step(1)
         rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
         if len(rows) >= BATCH_SIZE * 5:
             load_judgments(con, run_id, rows, report)
             rows = []
+    progress.close()
     load_judgments(con, run_id, rows, report)
 
 
@@ -209,7 +220,9 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
                      report: StageReport) -> None:
     """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate."""
     rows: list[dict] = []
+    progress = Progress("hudoc documents (parse)", total=len(documents), unit="documents")
     for count, (itemid, paths) in enumerate(sorted(documents.items()), start=1):
+        progress.step(1)
         if len(paths) > 1:
             report.add("extra_bodies_ignored", len(paths) - 1)
         path = paths[0]
@@ -225,6 +238,7 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
         if count % BATCH_SIZE == 0:
             load_paragraphs(con, run_id, rows, report)
             rows = []
+    progress.close()
     load_paragraphs(con, run_id, rows, report)
 
 
