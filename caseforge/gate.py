@@ -224,8 +224,11 @@ def failure_reason(exc: BaseException) -> str:
 
 def quarantine_problem(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, problem: ParseProblem,
                        report, label: str, counter: str = "quarantined", stage: str = "parse") -> None:
-    """Quarantine one problem and put it on the run's report: a counter and one line naming where and why."""
+    """Quarantine one problem and put it on the run's report: a counter and one line naming where and why.
+    Whatever `counter` is called, it is also counted as `quarantined`, the name every stage shares."""
     report.add(counter)
+    if counter != "quarantined":
+        report.add("quarantined")
     report.fail(f"{label} {problem.where}: {problem.reason}")
     quarantine(con, run_id, table, stage, problem.reason, source_key=problem.key or problem.where, raw_sha256=problem.raw_sha256,
                row_data=problem.row_data)

@@ -23,6 +23,17 @@ from caseforge.progress import LOGGER_ROOT, show_caseforge_logs
 from caseforge.runs import StageReport
 
 
+class RunLogHandler(APILogHandler):
+    """Prefect's API handler, silent outside a flow or task run (a caseforge line logged by a test or a
+    plain function call has no run log to go to; Prefect's own handler would warn about each)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (getattr(record, "flow_run_id", None) is None and FlowRunContext.get() is None
+                and TaskRunContext.get() is None):
+            return
+        super().emit(record)
+
+
 def caseforge_logs_in_prefect() -> None:
     """caseforge's INFO lines (progress of every long stage) in the flow run's log and on the terminal.
 
@@ -32,7 +43,7 @@ def caseforge_logs_in_prefect() -> None:
     (a worker's flow run) gets the handler here. Idempotent."""
     logger = logging.getLogger(LOGGER_ROOT)
     if not any(isinstance(handler, APILogHandler) for handler in logger.handlers):
-        logger.addHandler(APILogHandler())
+        logger.addHandler(RunLogHandler())
     show_caseforge_logs()
 
 

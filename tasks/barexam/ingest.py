@@ -22,7 +22,7 @@ PASSAGE_GLOB = "passages_*.jsonl"
 
 
 def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser, curate_sql: str, key: str,
-          report: StageReport, content_type: str) -> None:
+          report: StageReport, content_type: str, change_counts_sql: str) -> None:
     too_big = size_problem(SOURCE, "file", path.stat().st_size)
     if too_big:
         quarantine_problem(con, run_id, table, ParseProblem(path.name, too_big), report, "barexam")
@@ -38,8 +38,9 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
         where, _, reason = problem.partition(": ")
         quarantine_problem(con, run_id, table, ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                             key=path.name), report, "barexam")
-    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key)
-    outcome.report_to(report, f"{table}_loaded")
+    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key,
+                            change_counts_sql=change_counts_sql)
+    outcome.report_to(report, f"{table}_loaded", changes_prefix=f"{table}_")
 
 
 def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, folder: Path,
@@ -51,10 +52,10 @@ def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         raise FileNotFoundError(f"{folder}: neither {QUESTIONS_FILE} nor {PASSAGE_GLOB} found")
     for path in passages:
         _load(con, archive, run_id, path, "barexam_passages", parse_passages, "barexam/curate_passages.sql",
-              "passage_id", report, "application/jsonl")
+              "passage_id", report, "application/jsonl", "barexam/passage_change_counts.sql")
     if questions.exists():
         _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
-              "question_id", report, "text/csv")
+              "question_id", report, "text/csv", "barexam/question_change_counts.sql")
 
 
 # --- the import as a whole; the Prefect flow passes a task-wrapped version of the step ---

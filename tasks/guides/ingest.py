@@ -80,10 +80,12 @@ def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], repo
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
         except FetchError as exc:
             report.add("guides_fetch_failed")
+            report.add("quarantined")
             report.fail(f"guide {guide_id}: fetch failed: {exc.reason}")
             quarantine(con, run_id, "guide_paragraphs", "fetch", exc.reason, source_key=guide_id)
             continue
         report.add("guides_fetched")
+        report.add("fetched")
         sources.append(GuideSource(guide_id, result.payload))
     return sources
 
@@ -166,13 +168,15 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
 
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
     outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
-                            "guides/curate_guide_paragraphs.sql", key_column="para_no")
-    outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50)
+                            "guides/curate_guide_paragraphs.sql", key_column="para_no",
+                            change_counts_sql="guides/paragraph_change_counts.sql")
+    outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
+                      changes_prefix="guide_paragraphs_")
     if not citations:
         return
     outcome = gate_and_load(con, run_id, "guide_citations", batch_frame(citations, CITATION_COLUMNS),
                             "guides/curate_guide_citations.sql", key_column="raw_citation")
-    outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50)
+    outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50, records=False)
 
 
 def resolution_rates(con) -> list[dict]:

@@ -142,6 +142,7 @@ def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date
 def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, since: date, until: date,
                   record_filter: meta.RecordFilter, report: StageReport) -> None:
     def on_problem(problem) -> None:
+        report.add("quarantined")
         quarantine(con, run_id, "echr_judgments", "fetch", problem.reason, source_key=problem.key,
                    raw_sha256=problem.raw_sha256)
 
@@ -155,6 +156,7 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
             seen_windows.add(page.window)
             progress.count("windows")
         progress.step(1)
+        report.add("fetched")
         rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
         if len(rows) >= BATCH_SIZE * 5:
             load_judgments(con, run_id, rows, report)
@@ -212,8 +214,9 @@ def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> 
     if not rows:
         return
     outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
-                            key_column="itemid")
-    outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50)
+                            key_column="itemid", change_counts_sql="hudoc/paragraph_change_counts.sql")
+    outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50,
+                      changes_prefix="paragraphs_", records=False)
 
 
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
@@ -257,6 +260,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             reasons.append(f"{kind}: {exc.reason}")
             continue
         report.add(f"{kind}_fetched")
+        report.add("fetched")
         too_big = size_problem(SOURCE, "body", len(result.payload.body))
         if too_big:
             reasons.append(f"{kind}: {too_big}")
@@ -271,6 +275,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             continue
         return parse_body(con, run_id, itemid, result.payload, report)
     report.add("documents_quarantined")
+    report.add("quarantined")
     report.fail(f"hudoc {itemid}: no usable body ({'; '.join(reasons)})")
     quarantine(con, run_id, "echr_paragraphs", "fetch", "; ".join(reasons), source_key=itemid)
     return None
