@@ -145,9 +145,9 @@ def render_card(dataset: str, tables: dict[str, pd.DataFrame], card: dict, paylo
         rows = [[k, v, f"{100 * v / total:.1f}%"] for k, v in sorted(distribution.items(), key=lambda kv: (-kv[1], str(kv[0])))]
         parts += [f"## Distribution: {name}", "", md_table(["value", "count", "share"], rows), ""]
     if card.get("quality"):
-        keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected"]
+        keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected", "batches"]
         rows = [[q.get(k) for k in keys] for q in sorted(card["quality"], key=lambda q: str(q.get("table_name")))]
-        parts += ["## Quality gate (latest result per table)", "", md_table(keys, rows), ""]
+        parts += ["## Quality gate (per table, over all batches of its current data)", "", md_table(keys, rows), ""]
     if card.get("stages"):
         keys = ["stage", "model", "template_id", "template_sha"]
         rows = [[s.get(k) for k in keys] for s in sorted(card["stages"], key=lambda s: json.dumps(s, sort_keys=True))]

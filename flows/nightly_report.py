@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
                    "llm_calls", "cache_hits", "duration_s", "note"]
-QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected"]
+QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected",
+                   "batches"]
 
 
 def quality_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -43,7 +44,7 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
         parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
-    parts += ["## Quality gate (latest result per table)", "", quality_markdown(quality), ""]
+    parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
     if result.plots:
         parts += ["## Plots", ""]
         for name, (title, path) in sorted(result.plots.items()):
@@ -57,7 +58,7 @@ def publish_artifacts(result, quality: list[dict]) -> None:
     verdict = "ok" if result.ok else "FAILED: " + "; ".join(result.failures()[:5])
     publish_table("nightly-summary", summary_table(result), f"Nightly run {result.run_id}: {verdict}")
     publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
-                     "latest ops.quality_results per table")
+                     "ops.quality_results per table, summed over the batches of the run that last validated it")
     if result.plots:
         links = {name: data_uri(path.read_bytes()) for name, (_, path) in result.plots.items()}
         body = "\n\n".join(f"### {title}\n\n![{title}]({links[name]})\n\nfile: `{path}`"
