@@ -12,6 +12,7 @@ from caseforge.archive import RawArchive, size_problem
 from caseforge.config import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
@@ -50,12 +51,16 @@ def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     passages = sorted(folder.glob(PASSAGE_GLOB))
     if not questions.exists() and not passages:
         raise FileNotFoundError(f"{folder}: neither {QUESTIONS_FILE} nor {PASSAGE_GLOB} found")
+    progress = Progress("barexam files (parse, gate)", total=len(passages) + questions.exists(), unit="files")
     for path in passages:
         _load(con, archive, run_id, path, "barexam_passages", parse_passages, "barexam/curate_passages.sql",
               "passage_id", report, "application/jsonl", "barexam/passage_change_counts.sql")
+        progress.step(1)
     if questions.exists():
         _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
               "question_id", report, "text/csv", "barexam/question_change_counts.sql")
+        progress.step(1)
+    progress.close()
 
 
 # --- the import as a whole; the Prefect flow passes a task-wrapped version of the step ---

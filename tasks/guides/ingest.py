@@ -16,6 +16,7 @@ from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.guides import citations as cites
@@ -189,10 +190,12 @@ def resolution_rates(con) -> list[dict]:
 
 def parse_and_load_step(session: RunSession, sources: list[GuideSource]) -> None:
     resolver = make_resolver(session.con)
-    for source in sources:
-        parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
-        if parsed:
-            load_guide(session.con, session.run_id, *parsed, session.report)
+    with Progress("guides (parse, resolve, gate)", total=len(sources), unit="guides") as progress:
+        for source in sources:
+            parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
+            if parsed:
+                load_guide(session.con, session.run_id, *parsed, session.report)
+            progress.step(1)
 
 
 @dataclass(frozen=True)
