@@ -105,8 +105,8 @@ class Progress:
             self._bar.update(n)
             self._bar.set_postfix_str(self._postfix(self._clock()), refresh=False)
         now = self._clock()
-        if now - self._last >= self.every_s:
-            self._last = now
+        if now - self._last >= self.every_s and (self.total is None or self.done < self.total):
+            self._last = now             # (all done: the final line follows at close())
             self._emit(now)
 
     def count(self, name: str, n: int = 1) -> None:
