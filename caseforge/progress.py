@@ -93,8 +93,9 @@ class Progress:
         self.started = clock()
         self._last = self.started
         self._closed = False
+        self._bar = None
+        self._emit(self.started, start=True)     # before the bar, so the line does not land on it
         self._bar = self._open_bar()
-        self._emit(self.started, start=True)
 
     # --- what callers use ---
 
