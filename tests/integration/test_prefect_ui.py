@@ -83,15 +83,16 @@ def plot_pixels(png: Path) -> tuple[int, int]:
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)")
-def test_ui_shows_a_plot_on_the_plots_artifact_page(samples_dir, prefect_server, nightly_flow_run, tmp_path):
-    """The nightly-plots markdown artifact as the UI renders it: the plots (PNG data URIs) are drawn."""
+def test_ui_shows_a_plot_on_the_plots_artifact_page(samples_dir, prefect_server, nightly_flow_run, nightly_artifacts,
+                                                    tmp_path):
+    """The nightly-plots markdown artifact as the UI renders it (the artifact's own page; the key's page
+    lists its versions only): the plots (PNG data URIs) are drawn."""
     ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
-    page = f"{prefect_server.url}/artifacts/key/nightly-plots"
+    page = f"{prefect_server.url}/artifacts/artifact/{nightly_artifacts['nightly-plots']['id']}"
     screenshot = ARTIFACTS_DIR / "prefect-ui-plot.png"
     for attempt in range(4):     # the page fetches the artifact after it loads; a busy machine may need a reload
         screenshot.unlink(missing_ok=True)
-        shot = chromium(page, tmp_path / f"profile-plot-{attempt}", f"--screenshot={screenshot}",
-                        "--window-size=1400,1600", budget_ms=30000)
+        shot = chromium(page, tmp_path / f"profile-plot-{attempt}", f"--screenshot={screenshot}", budget_ms=30000)
         assert shot.returncode == 0, shot.stderr[-2000:]
         near, colours = plot_pixels(screenshot)
         if near > 500:
