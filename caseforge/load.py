@@ -10,6 +10,9 @@ from caseforge import gate as quality
 from caseforge.warehouse import replace_staging, run_sql, transaction
 
 
+SHARED_CHANGE_COUNTERS = ("new", "changed")
+
+
 @dataclass
 class LoadOutcome:
     staged: int = 0
@@ -19,12 +22,22 @@ class LoadOutcome:
     changes: dict[str, int] = field(default_factory=dict)
 
     def report_to(self, report, loaded: str, quarantined: str = "quarantined", changes_prefix: str = "",
-                  max_reasons: int | None = None) -> None:
-        """Count the outcome on a StageReport under the caller's names, with a failure line per reason."""
+                  max_reasons: int | None = None, records: bool = True) -> None:
+        """Count the outcome on a StageReport under the caller's names, with a failure line per reason —
+        and under the one vocabulary every stage shares (the nightly summary's columns): `quarantined`
+        always, `new` and `changed` when this table holds the stage's records (`records`; False for a side
+        table such as Oyez's legacy table or the guides' citations)."""
         for name, value in self.changes.items():
             report.add(f"{changes_prefix}{name}", value)
+            if records and changes_prefix and name in SHARED_CHANGE_COUNTERS:
+                report.add(name, value)
+        if records:
+            for name in SHARED_CHANGE_COUNTERS:
+                report.counts.setdefault(name, 0)
         report.add(loaded, self.staged)
         report.add(quarantined, self.quarantined)
+        if quarantined != "quarantined":
+            report.add("quarantined", self.quarantined)
         for reason in self.reasons[:max_reasons]:
             report.fail(reason)
 

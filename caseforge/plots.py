@@ -60,3 +60,66 @@ def histogram(values: Iterable[float], title: str, bins: int = 30, window: tuple
 
 def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def histogram_panels(panels: Sequence[tuple[str, Sequence[float], tuple[float | None, float | None] | None]],
+                     title: str, bins: int = 30, xlabel: str = "", ylabel: str = "count") -> bytes:
+    """One histogram per (panel title, values, window) side by side, on one x range; a window's bounds are
+    dashed lines (the calibrated range a stage accepts)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(panels) or [("", [], None)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 0.6, 3.6), dpi=100, squeeze=False)
+    everything = [float(v) for _, values, _ in panels for v in values if v is not None]
+    everything += [float(b) for _, _, window in panels for b in (window or ()) if b is not None]
+    span = (min(everything), max(everything)) if everything else (0.0, 1.0)
+    if span[0] == span[1]:
+        span = (span[0] - 0.5, span[1] + 0.5)
+    for ax, (name, values, window) in zip(axes[0], panels):
+        data = [float(v) for v in values if v is not None]
+        ax.hist(data, bins=bins, range=span, color="#5a9e6f")
+        if window:
+            for bound, label in zip(window, ("low", "high")):
+                if bound is not None:
+                    ax.axvline(bound, color="#b03a2e", linestyle="--", linewidth=1.2,
+                               label=f"window {label}: {bound:.3f}")
+            ax.legend(fontsize=7)
+        ax.set_title(f"{name} (n={len(data)})", fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=10)
+    return _png(plt, fig)
+
+
+def box_plot(groups: dict[str, Sequence[float]], title: str, ylabel: str = "", xlabel: str = "") -> bytes:
+    """A box per group (in the order given), its size under the name: lengths by label, say."""
+    plt, (fig, ax) = _figure()
+    names = list(groups)
+    data = [[float(v) for v in groups[n] if v is not None] for n in names]
+    ax.boxplot([d or [0.0] for d in data], showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), [f"{n}\n(n={len(d)})" for n, d in zip(names, data)])
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _png(plt, fig)
+
+
+def grouped_bars(series: dict[str, dict[str, int]], categories: Sequence[str], title: str, xlabel: str = "",
+                 ylabel: str = "count") -> bytes:
+    """Bars per category, one colour per series (judge scores 1..10 per dimension, say)."""
+    plt, (fig, ax) = _figure()
+    names = list(series)
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        xs = [c + (i - (len(names) - 1) / 2) * width for c in range(len(categories))]
+        ax.bar(xs, [series[name].get(str(c), 0) for c in categories], width=width, label=name)
+    ax.set_xticks(range(len(categories)), [str(c) for c in categories])
+    if len(names) > 1:
+        ax.legend(fontsize=8)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _png(plt, fig)

@@ -1,38 +1,184 @@
-"""Progress lines for long work, to stderr and the Prefect run log alike."""
+"""Progress of long work (fetch, parse, gate, LLM jobs), for a person watching.
+
+Every Progress writes log lines on the "caseforge.progress" logger: a start line, one every `every_s`
+seconds, and a final one (done/total, rate, ETA, and any counters such as tokens/s and cache hits). Inside
+a Prefect run those lines reach the run log (caseforge.flows sets PREFECT_LOGGING_EXTRA_LOGGERS=caseforge,
+which gives the "caseforge" loggers Prefect's API handler) and the terminal through the root logger's
+console handler.
+
+On a terminal (stderr is a TTY) a tqdm bar is drawn as well, and the terminal handlers drop the periodic
+lines (TerminalFilter) so the bar is not broken up; the run log keeps them all. `CASEFORGE_PROGRESS=plain`
+turns the bar off, `bar` forces it.
+"""
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 import time
 
 log = logging.getLogger("caseforge.progress")
 
+LOGGER_ROOT = "caseforge"
+_ACTIVE_BARS = 0
+_LOCK = threading.Lock()
+
+
+def bars_wanted(stream=None) -> bool:
+    mode = os.environ.get("CASEFORGE_PROGRESS", "auto").lower()
+    if mode in ("plain", "off", "0", "no"):
+        return False
+    if mode in ("bar", "1", "yes"):
+        return True
+    stream = stream or sys.stderr
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class TerminalFilter(logging.Filter):
+    """On handlers that write to a terminal: drops a Progress's periodic lines while its bar is drawn
+    (the bar says the same); start and final lines pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, "progress_on_bar", False)
+
+
+def _writes_to_terminal(handler: logging.Handler) -> bool:
+    stream = getattr(handler, "stream", None)
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def show_caseforge_logs(level: int = logging.INFO) -> None:
+    """caseforge's INFO lines (progress among them) pass whatever level Prefect gave the root logger
+    (WARNING), and terminal handlers get the TerminalFilter. Called by the flows' floor and the CLI."""
+    logger = logging.getLogger(LOGGER_ROOT)
+    if logger.level == logging.NOTSET or logger.level > level:
+        logger.setLevel(level)
+    for handler in logging.getLogger().handlers:
+        if _writes_to_terminal(handler) and not any(isinstance(f, TerminalFilter) for f in handler.filters):
+            handler.addFilter(TerminalFilter())
+
+
+def _duration(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "?"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
 
 class Progress:
-    def __init__(self, label: str, total: int | None = None, every_s: float = 5.0):
+    """`step(n, tokens=...)` as work finishes; `count(name, n)` for counters shown beside it (cache hits,
+    pages, windows); `close()` at the end. Usable as a context manager."""
+
+    def __init__(self, label: str, total: int | None = None, every_s: float = 5.0, unit: str = "items",
+                 counters: dict[str, int] | None = None, clock=time.monotonic):
         self.label = label
         self.total = total
         self.every_s = every_s
+        self.unit = unit
         self.done = 0
-        self.started = time.monotonic()
+        self.tokens = 0
+        self.counters: dict[str, int] = dict(counters or {})
+        self._clock = clock
+        self.started = clock()
         self._last = self.started
+        self._closed = False
+        self._bar = None
+        self._emit(self.started, start=True)     # before the bar, so the line does not land on it
+        self._bar = self._open_bar()
 
-    def step(self, n: int = 1) -> None:
+    # --- what callers use ---
+
+    def step(self, n: int = 1, tokens: int = 0) -> None:
         self.done += n
-        now = time.monotonic()
-        if now - self._last >= self.every_s:
-            self._last = now
+        self.tokens += tokens
+        if self._bar is not None:
+            self._bar.update(n)
+            self._bar.set_postfix_str(self._postfix(self._clock()), refresh=False)
+        now = self._clock()
+        if now - self._last >= self.every_s and (self.total is None or self.done < self.total):
+            self._last = now             # (all done: the final line follows at close())
             self._emit(now)
 
-    def close(self) -> None:
-        self._emit(time.monotonic(), final=True)
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
 
-    def _emit(self, now: float, final: bool = False) -> None:
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        now = self._clock()
+        if self._bar is not None:
+            self._bar.set_postfix_str(self._postfix(now), refresh=False)
+            self._bar.close()
+            self._release_bar()
+        self._emit(now, final=True)
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- the line and the bar ---
+
+    def _postfix(self, now: float) -> str:
+        elapsed = max(now - self.started, 1e-9)
+        parts = []
+        if self.tokens:
+            parts.append(f"{self.tokens / elapsed:,.1f} tokens/s")
+        parts += [f"{name.replace('_', ' ')} {value:,}" for name, value in sorted(self.counters.items())]
+        return ", ".join(parts)
+
+    def line(self, now: float, start: bool = False, final: bool = False) -> str:
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
-        if self.total:
+        if start:
+            head = f"{self.label}: 0/{self.total:,} {self.unit}, started" if self.total is not None else \
+                f"{self.label}: started"
+        elif self.total:
             pct = 100.0 * self.done / self.total
-            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-            tail = "" if final else f", about {eta:,.0f}s left"
-            log.info("%s: %d/%d (%.0f%%) at %.1f/s%s", self.label, self.done, self.total, pct, rate, tail)
+            head = f"{self.label}: {self.done}/{self.total} ({pct:.0f}%) at {rate:.1f}/s"
         else:
-            log.info("%s: %d done at %.1f/s", self.label, self.done, rate)
+            head = f"{self.label}: {self.done} {self.unit} done at {rate:.1f}/s"
+        extra = [] if start else [self._postfix(now)]
+        if final:
+            extra.append(f"done in {_duration(elapsed)}")
+        elif not start and self.total:
+            eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+            extra.append(f"ETA {_duration(eta)}")
+        return ", ".join([head, *[e for e in extra if e]])
+
+    def _emit(self, now: float, start: bool = False, final: bool = False) -> None:
+        periodic = not (start or final)
+        log.info("%s", self.line(now, start, final), extra={"progress_on_bar": periodic and self._bar is not None})
+
+    def _open_bar(self):
+        if not bars_wanted():
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:          # pragma: no cover - tqdm is a pinned dependency
+            return None
+        global _ACTIVE_BARS
+        with _LOCK:
+            position = _ACTIVE_BARS
+            _ACTIVE_BARS += 1
+        return tqdm(total=self.total, desc=self.label, unit=f" {self.unit}", file=sys.stderr, position=position,
+                    leave=True, dynamic_ncols=True, mininterval=0.5)
+
+    @staticmethod
+    def _release_bar() -> None:
+        global _ACTIVE_BARS
+        with _LOCK:
+            _ACTIVE_BARS = max(0, _ACTIVE_BARS - 1)

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=[_CurrentStderrHandler()],
     )
+    logging.getLogger("caseforge").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     for noisy in ("httpx", "httpcore", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")

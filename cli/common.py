@@ -100,8 +100,9 @@ def flows_session():
     the user's PREFECT_API_URL, else the shared local server, started in the background when none is up)."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.common import prefect_api
+    from caseforge.flows.common import caseforge_logs_in_prefect, prefect_api
 
+    caseforge_logs_in_prefect()        # progress lines on the terminal and in the run log, past Prefect's WARNING root
     terminal_tracebacks(SHOW_TRACEBACKS)
     with prefect_api():
         yield

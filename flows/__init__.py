@@ -9,3 +9,7 @@ import os
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# caseforge's own log lines (progress of fetch, parse, gate and LLM jobs among them) in every flow run's
+# log: Prefect gives the loggers named here its API handler. Outside a run they are not sent anywhere.
+os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "caseforge")
+os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")

@@ -14,12 +14,41 @@ from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
+from prefect.logging.handlers import APILogHandler
 from prefect.states import Completed, Failed
 
 from caseforge import artifacts, fetch
 from caseforge.flows.llm_shard import PrefectShardRuns
 from caseforge.llm import fanout
+from caseforge.progress import LOGGER_ROOT, show_caseforge_logs
 from caseforge.runs import StageReport
+
+
+class RunLogHandler(APILogHandler):
+    """Prefect's API handler, silent outside a flow or task run (a caseforge line logged by a test or a
+    plain function call has no run log to go to; Prefect's own handler would warn about each)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (getattr(record, "flow_run_id", None) is None and FlowRunContext.get() is None
+                and TaskRunContext.get() is None):
+            return
+        super().emit(record)
+
+
+def caseforge_logs_in_prefect() -> None:
+    """caseforge's INFO lines (progress of every long stage) in the flow run's log and on the terminal.
+
+    Prefect sets the root logger to WARNING when it is imported, so without this they reach neither.
+    caseforge.flows sets PREFECT_LOGGING_EXTRA_LOGGERS=caseforge, which gives the "caseforge" logger
+    Prefect's API handler when Prefect is first imported after it; a process that imported Prefect earlier
+    (a worker's flow run) gets the handler here. Idempotent."""
+    logger = logging.getLogger(LOGGER_ROOT)
+    if not any(isinstance(handler, APILogHandler) for handler in logger.handlers):
+        logger.addHandler(RunLogHandler())
+    show_caseforge_logs()
+
+
+caseforge_logs_in_prefect()
 
 
 class PrefectArtifacts:

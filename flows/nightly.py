@@ -70,6 +70,7 @@ class NightlyResult:
     outcomes: list[StageOutcome]
     run_dir: Path
     plots: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    links: dict[str, tuple[str, str]] = field(default_factory=dict)     # key → (URI, description)
 
     @property
     def ok(self) -> bool:
@@ -286,6 +287,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         for outcome in outcomes:
             _record(con, run_id, outcome)
         result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
+        result.links = _links(settings, result, release_dir, releases)
         write_run_dir(con, result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
         finish_run(con, run_id, report)
@@ -293,6 +295,17 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     finally:
         con.close()
     return result
+
+
+def _links(settings: Settings, result: NightlyResult, release_dir: Path, releases: dict) -> dict[str, tuple[str, str]]:
+    """What a person opens after a run: each release folder there is, the quality results' Parquet mirror
+    (written at the end of the run), and the run's own folder (summary.md, plots)."""
+    links = {f"release-{name}": (folder.resolve().as_uri(), f"release folder: {name}")
+             for name in sorted(releases) if (folder := release_dir / name).is_dir()}
+    quality = settings.parquet_dir / "ops" / "quality_results.parquet"
+    links["quality-results"] = (quality.resolve().as_uri(), "quality results (ops.quality_results, Parquet mirror)")
+    links["run-folder"] = (result.run_dir.resolve().as_uri(), f"nightly run {result.run_id}: summary.md and plots")
+    return links
 
 
 def _tables_of_failed(outcomes: list[StageOutcome], entries: dict[str, dict]) -> dict[str, str]:

@@ -8,8 +8,8 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.artifacts import publish_markdown, publish_table
-from caseforge.plots import bar_chart, data_uri
+from caseforge.artifacts import publish_link, publish_markdown, publish_table
+from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
 from caseforge.warehouse import run_sql, table_exists
 
@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
                    "llm_calls", "cache_hits", "duration_s", "note"]
-QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected"]
+QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected",
+                   "batches"]
 
 
 def quality_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -43,7 +44,10 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
         parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
-    parts += ["## Quality gate (latest result per table)", "", quality_markdown(quality), ""]
+    parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
+    if result.links:
+        parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in
+                                     sorted(result.links.items())] + [""]
     if result.plots:
         parts += ["## Plots", ""]
         for name, (title, path) in sorted(result.plots.items()):
@@ -53,16 +57,19 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
 
 
 def publish_artifacts(result, quality: list[dict]) -> None:
-    """The run's artifacts: summary table, quality, plots."""
+    """The run's artifacts: summary table, quality, plots, and links to the release folders, the quality
+    table's Parquet mirror and the run's folder."""
     verdict = "ok" if result.ok else "FAILED: " + "; ".join(result.failures()[:5])
     publish_table("nightly-summary", summary_table(result), f"Nightly run {result.run_id}: {verdict}")
     publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
-                     "latest ops.quality_results per table")
+                     "ops.quality_results per table, summed over the batches of the run that last validated it")
     if result.plots:
         links = {name: data_uri(path.read_bytes()) for name, (_, path) in result.plots.items()}
         body = "\n\n".join(f"### {title}\n\n![{title}]({links[name]})\n\nfile: `{path}`"
                            for name, (title, path) in sorted(result.plots.items()))
         publish_markdown("nightly-plots", body, "plots of this run")
+    for key, (uri, description) in sorted(result.links.items()):
+        publish_link(f"nightly-{key}", uri, description)
 
 
 def plot_scotus_decades(con: duckdb.DuckDBPyConnection):
@@ -74,8 +81,79 @@ def plot_scotus_decades(con: duckdb.DuckDBPyConnection):
     return "U.S. Supreme Court cases per decade of decision", bar_chart(dict(rows), "cases per decade", "decade")
 
 
+def plot_casefacts_labels(con: duckdb.DuckDBPyConnection):
+    if not table_exists(con, "curated.casefacts_claims"):
+        return None
+    rows = run_sql(con, "casefacts/plot_labels.sql").fetchall()
+    if not rows:
+        return None
+    return "CaseFacts claims per label", bar_chart(dict(rows), "CaseFacts claims per label", "label", "claims")
+
+
+def plot_casefacts_similarity(con: duckdb.DuckDBPyConnection):
+    """The similarity of the judged calibration pairs per kind, with the window calibrated from them."""
+    if not (table_exists(con, "build.casefacts_calibration_samples") and table_exists(con, "build.casefacts_windows")):
+        return None
+    rows = run_sql(con, "casefacts/plot_similarities.sql").fetchall()
+    if not rows:
+        return None
+    windows = {kind: (low, high) for kind, low, high, *_ in run_sql(con, "casefacts/release_windows.sql").fetchall()}
+    by_kind: dict[str, list[float]] = {}
+    for kind, similarity in rows:
+        by_kind.setdefault(kind, []).append(similarity)
+    panels = [(kind, values, windows.get(kind)) for kind, values in sorted(by_kind.items())]
+    return ("CaseFacts claim-pair similarity with the calibrated windows (dashed)",
+            histogram_panels(panels, "claim-pair similarity of the judged calibration samples", bins=20,
+                             xlabel="cosine similarity", ylabel="pairs"))
+
+
+def plot_casefacts_lengths(con: duckdb.DuckDBPyConnection):
+    if not table_exists(con, "curated.casefacts_claims"):
+        return None
+    rows = run_sql(con, "casefacts/plot_lengths.sql").fetchall()
+    if not rows:
+        return None
+    groups: dict[str, list[int]] = {}
+    for label, words in rows:
+        groups.setdefault(label, []).append(words)
+    return "CaseFacts claim length by label", box_plot(groups, "CaseFacts claim length by label", "words", "label")
+
+
+def _score_bars(rows, title: str, scale: range):
+    series: dict[str, dict[str, int]] = {}
+    for dimension, score, n in rows:
+        series.setdefault(dimension, {})[str(score)] = int(n)
+    return title, grouped_bars(series, [str(s) for s in scale], title, "score", "answers")
+
+
+def plot_aquaechr_judge_scores(con: duckdb.DuckDBPyConnection):
+    """The build's quality judge (1-5 per dimension) over every candidate pair, kept or not."""
+    if not table_exists(con, "curated.aquaechr_qa"):
+        return None
+    rows = run_sql(con, "aquaechr/plot_judge_scores.sql").fetchall()
+    if not rows:
+        return None
+    return _score_bars(rows, "AQuAECHR judge scores per dimension", range(1, 6))
+
+
+def plot_casegen_judge_scores(con: duckdb.DuckDBPyConnection):
+    """The judge's scores (1-10 per dimension) in the latest CaseGen evaluation run of the store."""
+    if not (table_exists(con, "eval.runs") and table_exists(con, "eval.item_outputs")):
+        return None
+    rows = run_sql(con, "casegen/plot_judge_scores.sql").fetchall()
+    if not rows:
+        return None
+    system = rows[0][0]
+    return _score_bars([r[1:] for r in rows], f"CaseGen judge scores per dimension ({system})", range(1, 11))
+
+
 PLOTS: dict[str, Callable[[duckdb.DuckDBPyConnection], tuple[str, bytes] | None]] = {
     "scotus_decades": plot_scotus_decades,
+    "casefacts_labels": plot_casefacts_labels,
+    "casefacts_similarity": plot_casefacts_similarity,
+    "casefacts_lengths": plot_casefacts_lengths,
+    "aquaechr_judge_scores": plot_aquaechr_judge_scores,
+    "casegen_judge_scores": plot_casegen_judge_scores,
 }
 
 

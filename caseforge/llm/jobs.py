@@ -164,7 +164,11 @@ def run_job(
             return result
 
     attempts = min(max_attempts, int(getattr(backend, "max_attempts", max_attempts)))
-    progress = Progress(f"llm {step}", total=len(pending))
+    progress = Progress(f"llm {step}", total=len(pending), unit="requests",
+                        counters={"cache_hits": result.cache_hits}) if pending else None
+    if not pending and requests:
+        log.info("llm %s: all %d request(s) answered from the cache (%d cache hits)", step, len(requests),
+                 result.cache_hits)
     writer = _CallWriter(con, flush_every=max(1, int(getattr(backend, "batch_size", 64))))
     spent: dict[str, _Spent] = {}
     todo = pending
@@ -193,13 +197,13 @@ def run_job(
                             result.outputs[same.key] = parsed
                         else:
                             result.failures[same.key] = Failure(same.key, identity, error, completion.text)
-                    progress.step(1)
+                    progress.step(1, tokens=completion.completion_tokens or 0)
             todo = retry
     except BaseException:
         writer.flush_after_interruption()
         raise
     writer.flush()
-    if pending:
+    if progress is not None:
         progress.close()
     if result.failures:
         log.warning("llm %s: %d of %d requests failed", step, len(result.failures), len(requests))

@@ -64,9 +64,9 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
         rows = [[s.get(k) for k in keys] for s in sorted(card["stages"], key=lambda s: json.dumps(s, sort_keys=True))]
         parts += ["### Models and prompts per stage", "", md_table(keys, rows), ""]
     if card.get("quality"):
-        keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected"]
+        keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected", "batches"]
         rows = [[q.get(k) for k in keys] for q in sorted(card["quality"], key=lambda q: str(q.get("table_name")))]
-        parts += ["### Quality gate (latest result per table)", "", md_table(keys, rows), ""]
+        parts += ["### Quality gate (per table, over all batches of its current data)", "", md_table(keys, rows), ""]
     for name, distribution in sorted(card.get("distributions", {}).items()):
         total = sum(distribution.values()) or 1
         rows = [[k, v, f"{100 * v / total:.1f}%"] for k, v in sorted(distribution.items(), key=lambda kv: (-kv[1], str(kv[0])))]

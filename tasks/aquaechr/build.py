@@ -98,6 +98,7 @@ class Generator:
     def _record(self, step: str, job) -> None:
         for name, value in job.counts().items():
             self.report.add(f"{step}.{name}", value)
+        self.report.add("cache_hits", job.cache_hits)       # the name every stage shares (nightly summary)
 
     def guide_vectors(self, guide_id: str):
         if guide_id not in self._vectors:

@@ -12,6 +12,7 @@ from caseforge.archive import RawArchive, size_problem
 from caseforge.config import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
@@ -22,7 +23,7 @@ PASSAGE_GLOB = "passages_*.jsonl"
 
 
 def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser, curate_sql: str, key: str,
-          report: StageReport, content_type: str) -> None:
+          report: StageReport, content_type: str, change_counts_sql: str) -> None:
     too_big = size_problem(SOURCE, "file", path.stat().st_size)
     if too_big:
         quarantine_problem(con, run_id, table, ParseProblem(path.name, too_big), report, "barexam")
@@ -38,8 +39,9 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
         where, _, reason = problem.partition(": ")
         quarantine_problem(con, run_id, table, ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                             key=path.name), report, "barexam")
-    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key)
-    outcome.report_to(report, f"{table}_loaded")
+    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key,
+                            change_counts_sql=change_counts_sql)
+    outcome.report_to(report, f"{table}_loaded", changes_prefix=f"{table}_")
 
 
 def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, folder: Path,
@@ -49,12 +51,16 @@ def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     passages = sorted(folder.glob(PASSAGE_GLOB))
     if not questions.exists() and not passages:
         raise FileNotFoundError(f"{folder}: neither {QUESTIONS_FILE} nor {PASSAGE_GLOB} found")
+    progress = Progress("barexam files (parse, gate)", total=len(passages) + questions.exists(), unit="files")
     for path in passages:
         _load(con, archive, run_id, path, "barexam_passages", parse_passages, "barexam/curate_passages.sql",
-              "passage_id", report, "application/jsonl")
+              "passage_id", report, "application/jsonl", "barexam/passage_change_counts.sql")
+        progress.step(1)
     if questions.exists():
         _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
-              "question_id", report, "text/csv")
+              "question_id", report, "text/csv", "barexam/question_change_counts.sql")
+        progress.step(1)
+    progress.close()
 
 
 # --- the import as a whole; the Prefect flow passes a task-wrapped version of the step ---

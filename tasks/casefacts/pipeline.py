@@ -67,6 +67,7 @@ def _job(ctx: BuildContext, step: str, requests: list, model_cls):
     result = run_job(ctx.con, f"casefacts.{step}", backend, requests, model_cls)
     for name, value in result.counts().items():
         ctx.report.add(f"{step}.{name}", value)
+    ctx.report.add("cache_hits", result.cache_hits)        # the name every stage shares (nightly summary)
     if requests:
         run_sql(ctx.con, "casefacts/record_build_step.sql",
                 [ctx.run_id, step, backend.model, requests[0].template_id, requests[0].template_sha,

@@ -17,6 +17,7 @@ from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, gate_and_load
+from caseforge.progress import Progress
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.guides import citations as cites
@@ -81,10 +82,12 @@ def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], repo
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
         except FetchError as exc:
             report.add("guides_fetch_failed")
+            report.add("quarantined")
             report.fail(f"guide {guide_id}: fetch failed: {exc.reason}")
             quarantine(con, run_id, "guide_paragraphs", "fetch", exc.reason, source_key=guide_id)
             continue
         report.add("guides_fetched")
+        report.add("fetched")
         sources.append(GuideSource(guide_id, result.payload))
     return sources
 
@@ -167,13 +170,15 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
 
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
     outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
-                            "guides/curate_guide_paragraphs.sql", key_column="para_no")
-    outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50)
+                            "guides/curate_guide_paragraphs.sql", key_column="para_no",
+                            change_counts_sql="guides/paragraph_change_counts.sql")
+    outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
+                      changes_prefix="guide_paragraphs_")
     if not citations:
         return
     outcome = gate_and_load(con, run_id, "guide_citations", batch_frame(citations, CITATION_COLUMNS),
                             "guides/curate_guide_citations.sql", key_column="raw_citation")
-    outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50)
+    outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50, records=False)
 
 
 def resolution_rates(con) -> list[dict]:
@@ -186,10 +191,12 @@ def resolution_rates(con) -> list[dict]:
 
 def parse_and_load_step(session: RunSession, sources: list[GuideSource]) -> None:
     resolver = make_resolver(session.con)
-    for source in sources:
-        parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
-        if parsed:
-            load_guide(session.con, session.run_id, *parsed, session.report)
+    with Progress("guides (parse, resolve, gate)", total=len(sources), unit="guides") as progress:
+        for source in sources:
+            parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
+            if parsed:
+                load_guide(session.con, session.run_id, *parsed, session.report)
+            progress.step(1)
 
 
 @dataclass(frozen=True)

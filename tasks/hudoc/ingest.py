@@ -116,7 +116,9 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict]
 def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,
                     report: StageReport) -> None:
     rows = []
+    progress = Progress("hudoc metadata files", total=len(paths), unit="files")
     for path in paths:
+        progress.step(1)
         too_big = size_problem(SOURCE, "metadata", path.stat().st_size)
         if too_big:
             quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
@@ -125,6 +127,7 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
         payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
         report.add("metadata_files")
         rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
+    progress.close()
     for start in range(0, len(rows), BATCH_SIZE * 5):
         load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report)
 
@@ -139,16 +142,26 @@ def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date
 def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, since: date, until: date,
                   record_filter: meta.RecordFilter, report: StageReport) -> None:
     def on_problem(problem) -> None:
+        report.add("quarantined")
         quarantine(con, run_id, "echr_judgments", "fetch", problem.reason, source_key=problem.key,
                    raw_sha256=problem.raw_sha256)
 
     pager = QueryPager(fetcher, record_filter, report=report, on_problem=on_problem)
     rows: list[dict] = []
-    for page in pager.pages(yearly_windows(since, until)):
+    windows = yearly_windows(since, until)
+    progress = Progress("hudoc metadata pages", unit="pages", counters={"windows": 0})
+    seen_windows = set()
+    for page in pager.pages(windows):
+        if page.window not in seen_windows:
+            seen_windows.add(page.window)
+            progress.count("windows")
+        progress.step(1)
+        report.add("fetched")
         rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
         if len(rows) >= BATCH_SIZE * 5:
             load_judgments(con, run_id, rows, report)
             rows = []
+    progress.close()
     load_judgments(con, run_id, rows, report)
 
 
@@ -201,15 +214,18 @@ def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> 
     if not rows:
         return
     outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
-                            key_column="itemid")
-    outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50)
+                            key_column="itemid", change_counts_sql="hudoc/paragraph_change_counts.sql")
+    outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50,
+                      changes_prefix="paragraphs_", records=False)
 
 
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
                      report: StageReport) -> None:
     """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate."""
     rows: list[dict] = []
+    progress = Progress("hudoc documents (parse)", total=len(documents), unit="documents")
     for count, (itemid, paths) in enumerate(sorted(documents.items()), start=1):
+        progress.step(1)
         if len(paths) > 1:
             report.add("extra_bodies_ignored", len(paths) - 1)
         path = paths[0]
@@ -225,6 +241,7 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
         if count % BATCH_SIZE == 0:
             load_paragraphs(con, run_id, rows, report)
             rows = []
+    progress.close()
     load_paragraphs(con, run_id, rows, report)
 
 
@@ -243,6 +260,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             reasons.append(f"{kind}: {exc.reason}")
             continue
         report.add(f"{kind}_fetched")
+        report.add("fetched")
         too_big = size_problem(SOURCE, "body", len(result.payload.body))
         if too_big:
             reasons.append(f"{kind}: {too_big}")
@@ -257,6 +275,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             continue
         return parse_body(con, run_id, itemid, result.payload, report)
     report.add("documents_quarantined")
+    report.add("quarantined")
     report.fail(f"hudoc {itemid}: no usable body ({'; '.join(reasons)})")
     quarantine(con, run_id, "echr_paragraphs", "fetch", "; ".join(reasons), source_key=itemid)
     return None

@@ -109,6 +109,7 @@ def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
             result = fetcher.get(SOURCE, case.key, case.href)
         except FetchError as exc:
             report.add("fetch_failed")
+            report.add("quarantined")
             report.fail(f"oyez {case.key}: fetch failed: {exc.reason}")
             quarantine(con, run_id, "scotus_cases", "fetch", exc.reason, source_key=case.key)
             continue
@@ -231,7 +232,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                                       key=path.name), report, "oyez legacy table")
     outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
-    outcome.report_to(report, "legacy_loaded")
+    outcome.report_to(report, "legacy_loaded", records=False)
 
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---

@@ -1,12 +1,16 @@
 """The nightly deployment on a real Prefect server (loopback): deployed from deployments/prefect.yaml,
 picked up by a process worker, finished Completed, with its summary, quality and plot artifacts."""
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 
-pytestmark = [pytest.mark.samples, pytest.mark.slow]
+# the first test to use nightly_flow_run waits for the whole nightly (conftest's NIGHTLY_DEADLINE_S) inside
+# pytest-timeout's budget
+NIGHTLY_BUDGET_S = int(os.environ.get("CASEFORGE_TEST_NIGHTLY_DEADLINE_S", "900")) + 300
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(NIGHTLY_BUDGET_S)]
 
 
 def test_nightly_deployment_runs_on_a_real_server(samples_dir, prefect_server, nightly_flow_run, nightly_artifacts):
@@ -23,6 +27,25 @@ def test_nightly_deployment_runs_on_a_real_server(samples_dir, prefect_server, n
     assert oyez["status"] == "succeeded" and oyez["new"] == 20  # the cases the fixture links
     assert "data:image/png;base64," in artifacts["nightly-plots"]["data"]
 
+    for link in ("nightly-release-scotus", "nightly-quality-results", "nightly-run-folder"):
+        assert "](file:///" in artifacts[link]["data"], (link, artifacts[link])    # Prefect 3 keeps a link as markdown
+
     release = Path(run["_work_dir"]) / "releases" / "scotus"
     assert (release / "MANIFEST.sha256").exists()
     print("timings:", prefect_server.timings)
+
+
+def test_the_nightly_log_shows_progress_of_every_long_stage(nightly_flow_run):
+    """out/ci-artifacts/nightly.log (written by the nightly_flow_run fixture): the run log Prefect keeps and
+    the flow process's terminal output both carry the progress lines of fetch/parse, gate and LLM stages."""
+    text = Path(nightly_flow_run["_captured_log"]).read_text()
+    run_log, _, terminal = text.partition("## the flow run process's terminal output")
+    # the fixture's samples hold Oyez only: the other sources are skipped, and so are the builders that
+    # need them; CaseFacts is built with the packaged models (tests/samples cover the other sources' lines)
+    expected = ["oyez replay: 0/20 items, started", "oyez replay: 20/20", "gate scotus_legacy:",
+                "gate scotus_cases:", "llm casefacts.generate: 0/", "llm casefacts.generate: ", "done in",
+                "cache hits", "tokens/s"]
+    for part, name in ((run_log, "run log"), (terminal, "terminal")):
+        missing = [line for line in expected if line not in part]
+        assert not missing, f"{name} lacks {missing}"
+    print(f"nightly log: {len(text.splitlines())} lines in {nightly_flow_run['_captured_log']}")

@@ -1,12 +1,16 @@
 """Headless Chromium loads the Prefect UI of the loopback server on the nightly flow run's page: the page
 names the flow run and shows the summary artifact. The screenshot is kept as a CI artifact."""
+import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.samples, pytest.mark.slow]
+# the first test to use nightly_flow_run waits for the whole nightly (conftest's NIGHTLY_DEADLINE_S) inside
+# pytest-timeout's budget
+NIGHTLY_BUDGET_S = int(os.environ.get("CASEFORGE_TEST_NIGHTLY_DEADLINE_S", "900")) + 300
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(NIGHTLY_BUDGET_S)]
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS_DIR = Path(__file__).resolve().parent.parent.parent / "out" / "ci-artifacts"
@@ -62,3 +66,37 @@ def test_ui_shows_the_nightly_run_and_its_summary_artifact(samples_dir, prefect_
     shot = chromium(artifact_page, tmp_path / "profile-artifact-shot",
                     f"--screenshot={ARTIFACTS_DIR / 'prefect-ui-artifact.png'}")
     assert shot.returncode == 0, shot.stderr[-2000:]
+
+
+PLOT_BLUE = (0x3B, 0x6E, 0xA5)          # caseforge.plots.bar_chart's bars
+
+
+def plot_pixels(png: Path) -> tuple[int, int]:
+    """(pixels of the bar colour, distinct colours) of a screenshot: a page showing the plot has bars."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        rgb = image.convert("RGB")
+        pixels = list(rgb.getdata())
+    near = sum(1 for p in pixels if all(abs(a - b) <= 6 for a, b in zip(p, PLOT_BLUE)))
+    return near, len(set(pixels))
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)")
+def test_ui_shows_a_plot_on_the_plots_artifact_page(samples_dir, prefect_server, nightly_flow_run, nightly_artifacts,
+                                                    tmp_path):
+    """The nightly-plots markdown artifact as the UI renders it (the artifact's own page; the key's page
+    lists its versions only): the plots (PNG data URIs) are drawn."""
+    ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+    page = f"{prefect_server.url}/artifacts/artifact/{nightly_artifacts['nightly-plots']['id']}"
+    screenshot = ARTIFACTS_DIR / "prefect-ui-plot.png"
+    for attempt in range(4):     # the page fetches the artifact after it loads; a busy machine may need a reload
+        screenshot.unlink(missing_ok=True)
+        shot = chromium(page, tmp_path / f"profile-plot-{attempt}", f"--screenshot={screenshot}", budget_ms=30000)
+        assert shot.returncode == 0, shot.stderr[-2000:]
+        near, colours = plot_pixels(screenshot)
+        if near > 500:
+            break
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert colours > 50, "the screenshot is blank"
+    assert near > 500, f"no plot drawn on the artifact page ({near} bar-coloured pixels, {colours} colours)"
