@@ -166,7 +166,6 @@ def fetch_documents(client, con: duckdb.DuckDBPyConnection, run_id: int, doc_ids
             record, payload = client.fetch_document(doc_id)
         except FetchError as exc:
             report.add("fetch_failed")
-            report.add("quarantined")
             report.fail(f"cn {doc_id}: fetch failed: {exc.reason}")
             quarantine(con, run_id, TABLE, "fetch", exc.reason, source_key=document_key(doc_id))
             continue

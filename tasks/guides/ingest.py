@@ -82,7 +82,6 @@ def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], repo
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
         except FetchError as exc:
             report.add("guides_fetch_failed")
-            report.add("quarantined")
             report.fail(f"guide {guide_id}: fetch failed: {exc.reason}")
             quarantine(con, run_id, "guide_paragraphs", "fetch", exc.reason, source_key=guide_id)
             continue

@@ -109,7 +109,6 @@ def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
             result = fetcher.get(SOURCE, case.key, case.href)
         except FetchError as exc:
             report.add("fetch_failed")
-            report.add("quarantined")
             report.fail(f"oyez {case.key}: fetch failed: {exc.reason}")
             quarantine(con, run_id, "scotus_cases", "fetch", exc.reason, source_key=case.key)
             continue
