@@ -106,47 +106,32 @@ def test_two_consecutive_commands_reuse_one_server(home, samples_dir, tmp_path):
     status = _ok(caseforge("server", "status", "--format", "json", env=home.env))
     assert json.loads(status.stdout)["server"]["pid"] == seen[0][0]
 
-
-def test_a_stale_state_file_is_replaced(home):
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    home.paths.home.mkdir(parents=True)
-    home.paths.state.write_text(json.dumps({"pid": gone.pid, "status": "ready", "api_url": "http://127.0.0.1:9/api",
-                                            "prefect_version": "3.8.8"}))
-    done = _ok(caseforge("server", "start", env=home.env))
-    assert "replaced stale" in done.stdout, done.stdout
-    state = home.state()
-    assert state["pid"] != gone.pid and state["status"] == "ready"
-    assert httpx.get(f"{state['api_url']}/health", timeout=10).status_code == 200
-
-
-def test_two_commands_starting_at_once_start_one_server(home):
-    starts = [subprocess.Popen([sys.executable, "-m", "caseforge", "server", "start"], env=home.env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outputs = [start.communicate(timeout=300) for start in starts]
-    assert [start.returncode for start in starts] == [0, 0], outputs
-    said = sorted(out.split(":")[0] for out, _ in outputs)
-    assert said == ["local Prefect server already running", "local Prefect server started"], outputs
-    assert len(home.servers()) == 1
-
-
-def test_server_stop_stops_it(home):
-    _ok(caseforge("server", "start", env=home.env))
-    pid = home.state()["pid"]
+    # `server stop` stops it (one server start per test: each costs Prefect's migrations)
     done = _ok(caseforge("server", "stop", env=home.env))
     assert done.stdout.strip() == "local Prefect server stopped"
-    assert not local_server.process_alive(pid)
+    assert not local_server.process_alive(seen[0][0])
     assert not home.paths.state.exists()
     status = caseforge("server", "status", env=home.env)
     assert status.returncode == 1 and "no local Prefect server running" in status.stdout
 
 
-def test_idle_timeout_stops_it_but_not_while_a_command_holds_a_lease(home):
-    _ok(caseforge("server", "start", "--idle-timeout", "2", env=home.env))
-    pid = home.state()["pid"]
+def test_a_stale_state_file_is_replaced_and_the_server_stops_when_idle(home):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    home.paths.home.mkdir(parents=True)
+    home.paths.state.write_text(json.dumps({"pid": gone.pid, "status": "ready", "api_url": "http://127.0.0.1:9/api",
+                                            "prefect_version": "3.8.8"}))
+    done = _ok(caseforge("server", "start", "--idle-timeout", "4", env=home.env))
+    assert "replaced stale" in done.stdout, done.stdout
+    state = home.state()
+    assert state["pid"] != gone.pid and state["status"] == "ready"
+    assert httpx.get(f"{state['api_url']}/health", timeout=10).status_code == 200
+
+    # the idle timeout stops it, but not while a command holds a lease
+    pid = state["pid"]
     lease = local_server.Lease(home.paths)                 # a command using the server
     try:
-        time.sleep(5)
+        time.sleep(7)                                      # past the idle timeout
         assert local_server.process_alive(pid), "stopped while in use"
         refused = caseforge("server", "stop", env=home.env)
         assert refused.returncode == 1 and "in use" in refused.stderr
@@ -157,3 +142,13 @@ def test_idle_timeout_stops_it_but_not_while_a_command_holds_a_lease(home):
         time.sleep(0.2)
     assert not local_server.process_alive(pid), "still running past its idle timeout"
     assert not home.paths.state.exists()
+
+
+def test_two_commands_starting_at_once_start_one_server(home):
+    starts = [subprocess.Popen([sys.executable, "-m", "caseforge", "server", "start"], env=home.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [start.communicate(timeout=300) for start in starts]
+    assert [start.returncode for start in starts] == [0, 0], outputs
+    said = sorted(out.split(":")[0] for out, _ in outputs)
+    assert said == ["local Prefect server already running", "local Prefect server started"], outputs
+    assert len(home.servers()) == 1
