@@ -23,7 +23,7 @@ PASSAGE_GLOB = "passages_*.jsonl"
 
 
 def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser, curate_sql: str, key: str,
-          report: StageReport, content_type: str, change_counts_sql: str) -> None:
+          report: StageReport, content_type: str) -> None:
     too_big = size_problem(SOURCE, "file", path.stat().st_size)
     if too_big:
         quarantine_problem(con, run_id, table, ParseProblem(path.name, too_big), report, "barexam")
@@ -40,7 +40,7 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
         quarantine_problem(con, run_id, table, ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                             key=path.name), report, "barexam")
     outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key,
-                            change_counts_sql=change_counts_sql)
+                            content_column="raw_sha256")
     outcome.report_to(report, f"{table}_loaded", changes_prefix=f"{table}_")
 
 
@@ -54,11 +54,11 @@ def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     progress = Progress("barexam files (parse, gate)", total=len(passages) + questions.exists(), unit="files")
     for path in passages:
         _load(con, archive, run_id, path, "barexam_passages", parse_passages, "barexam/curate_passages.sql",
-              "passage_id", report, "application/jsonl", "barexam/passage_change_counts.sql")
+              "passage_id", report, "application/jsonl")
         progress.step(1)
     if questions.exists():
         _load(con, archive, run_id, questions, "barexam_questions", parse_questions, "barexam/curate_questions.sql",
-              "question_id", report, "text/csv", "barexam/question_change_counts.sql")
+              "question_id", report, "text/csv")
         progress.step(1)
     progress.close()
 

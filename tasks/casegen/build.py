@@ -95,6 +95,6 @@ def build_and_load(con, run_id: int | None, records, source: str, report: StageR
     for item in items:
         report.add(f"items_{item.task}")
     outcome = gate_and_load(con, run_id, TABLE, items_frame(items), "casegen/curate_items.sql", "item_id",
-                            change_counts_sql="casegen/item_change_counts.sql")
+                            content_column="content_sha256")
     outcome.report_to(report, "items_loaded", changes_prefix="items_")
     return items

@@ -121,7 +121,7 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFr
     if frame.empty:
         return
     outcome = gate_and_load(con, run_id, TABLE, frame, "cn/curate_cn_judgments.sql", key_column="doc_id",
-                            change_counts_sql="cn/change_counts.sql")
+                            content_column="content_sha256")
     outcome.report_to(report, "loaded")
 
 

@@ -147,7 +147,7 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
         return
     outcome = gate_and_load(
         con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
-        change_counts_sql="oyez/change_counts.sql",
+        content_column="raw_sha256",
     )
     outcome.report_to(report, "passed_gate")
 
