@@ -1,41 +1,17 @@
 """Every stage of the nightly is a task run on the loopback Prefect server, and a failed stage is a Failed
 task run (red in the UI) while the others go on: read back through the Prefect client."""
 import json
-from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 
 from caseforge.config import settings as load_settings
-from caseforge.flows import nightly, registry
+from caseforge.flows import nightly
 from caseforge.runs import StageReport
 from caseforge.warehouse import connect
 
+from registry_doubles import SourceDouble, BuilderDouble, ReleaseDouble
+
 pytestmark = [pytest.mark.slow]
-
-
-@dataclass(frozen=True)
-class SourceDouble(registry.Source):
-    refresh: Callable = None
-
-    def run(self, settings, **kwargs):
-        return self.refresh(settings, **kwargs)
-
-
-@dataclass(frozen=True)
-class BuilderDouble(registry.Builder):
-    builder: Callable = None
-
-    def run(self, settings, **kwargs):
-        return self.builder(settings, **kwargs)
-
-
-@dataclass(frozen=True)
-class ReleaseDouble(registry.Release):
-    writer: Callable = None
-
-    def write(self, con, folder):
-        return self.writer(con, folder)
 
 
 def alpha_source(settings, **kwargs):

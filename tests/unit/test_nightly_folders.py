@@ -4,8 +4,6 @@ instead of skipping every source and exiting 0."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 
@@ -13,13 +11,7 @@ from caseforge.config import settings as load_settings
 from caseforge.flows import nightly, registry
 from caseforge.warehouse import connect
 
-
-@dataclass(frozen=True)
-class ReleaseDouble(registry.Release):
-    writer: Callable = None
-
-    def write(self, con, folder):
-        return self.writer(con, folder)
+from registry_doubles import ReleaseDouble
 
 
 def nightly_on(settings, label: str, written: list):

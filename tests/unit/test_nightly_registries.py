@@ -5,8 +5,6 @@ import threading
 
 import pytest
 
-from dataclasses import dataclass
-from typing import Callable
 
 from caseforge.cli.status import status_data
 from caseforge.config import settings as load_settings
@@ -15,30 +13,7 @@ from caseforge.flows import nightly, registry
 from caseforge.runs import StageReport
 from caseforge.warehouse import connect
 
-
-@dataclass(frozen=True)
-class SourceDouble(registry.Source):
-    """Test double of a registry source: `refresh(settings, **kwargs)` instead of a Prefect flow."""
-    refresh: Callable = None
-
-    def run(self, settings, **kwargs):
-        return self.refresh(settings, **kwargs)
-
-
-@dataclass(frozen=True)
-class BuilderEntryDouble(registry.Builder):
-    builder: Callable = None
-
-    def run(self, settings, **kwargs):
-        return self.builder(settings, **kwargs)
-
-
-@dataclass(frozen=True)
-class ReleaseDouble(registry.Release):
-    writer: Callable = None
-
-    def write(self, con, folder):
-        return self.writer(con, folder)
+from registry_doubles import BuilderDouble as BuilderEntryDouble, ReleaseDouble, SourceDouble
 
 
 def source(name, refresh, samples=None):
