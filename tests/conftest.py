@@ -34,6 +34,24 @@ def samples_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def cli_env(tmp_path_factory):
+    """Environment for tests that run `caseforge` as a child process: the commands share one local Prefect
+    server (as a user's commands do) in a PREFECT_HOME of this session, instead of each starting Prefect's
+    temporary server (about 8 s a command here). The server is stopped when the session ends."""
+    import subprocess
+    import sys
+
+    from caseforge.flows import local_server
+
+    home = tmp_path_factory.mktemp("cli_prefect_home")
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", local_server.URL_ENV)}
+    env.update(PREFECT_HOME=str(home), **{local_server.MODE_ENV: "local", local_server.IDLE_ENV: "600"})
+    yield env
+    subprocess.run([sys.executable, "-m", "caseforge", "server", "stop", "--force"], env=env, capture_output=True,
+                   timeout=120)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"

@@ -1,6 +1,5 @@
-"""The CLI runs the real Prefect flow (ephemeral server) on the recorded samples."""
+"""The CLI runs the real Prefect flow on the recorded samples (commands sharing one local server, as a user's do)."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +9,15 @@ import pytest
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 
 
-def caseforge(*args, env=None, timeout=240):
-    return subprocess.run([sys.executable, "-m", "caseforge", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+@pytest.fixture
+def caseforge(cli_env):
+    def run(*args, timeout=240):
+        return subprocess.run([sys.executable, "-m", "caseforge", *args], capture_output=True, text=True,
+                              timeout=timeout, env=cli_env)
+    return run
 
 
-def test_ingest_then_sql_and_quality(samples_dir, tmp_path):
+def test_ingest_then_sql_and_quality(caseforge, samples_dir, tmp_path):
     db = tmp_path / "cf.duckdb"
     oyez = samples_dir / "oyez"
     done = caseforge("ingest", "oyez", "--from-dir", str(oyez / "cases"), "--legacy-table",
@@ -38,7 +40,7 @@ def test_ingest_then_sql_and_quality(samples_dir, tmp_path):
     assert Path(db.parent / "cf-parquet" / "scotus_cases.parquet").exists()     # the mirror keyed to cf.duckdb
 
 
-def test_quarantine_gives_nonzero_exit_with_one_line_reasons(tmp_path):
+def test_quarantine_gives_nonzero_exit_with_one_line_reasons(caseforge, tmp_path):
     folder = tmp_path / "cases"
     folder.mkdir()
     (folder / "bad.json").write_text('{"ID": 1, "name": "Trunc')
@@ -52,7 +54,8 @@ def test_quarantine_gives_nonzero_exit_with_one_line_reasons(tmp_path):
     assert "new=1" in done.stdout
 
 
-def test_a_wrongly_typed_case_among_good_ones_lands_the_others_and_exits_non_zero_naming_the_file(samples_dir, tmp_path):
+def test_a_wrongly_typed_case_among_good_ones_lands_the_others_and_exits_non_zero_naming_the_file(caseforge, samples_dir,
+                                                                                                   tmp_path):
     folder = tmp_path / "cases"
     folder.mkdir()
     files = sorted((samples_dir / "oyez" / "cases").glob("*.json"))

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,16 @@ def nightly_without_samples(tmp_path_factory):
     once plainly and once with --debug."""
     root = tmp_path_factory.mktemp("nosamples")
     missing = root / "samples-not-here"
-    runs = {}
-    for mode, extra in (("plain", []), ("debug", ["--debug"])):
+
+    def run(mode: str, extra: list[str]):
         home = root / f"prefect-{mode}"
         done = caseforge(*extra, "run", "nightly", "--from-samples", "--db", str(root / f"{mode}.duckdb"),
                          env=cli_env(home, CASEFORGE_SAMPLES=str(missing)))
-        runs[mode] = (done, home)
+        return done, home
+
+    with ThreadPoolExecutor(max_workers=2) as pool:     # independent commands, mostly waiting on their servers
+        futures = {mode: pool.submit(run, mode, extra) for mode, extra in (("plain", []), ("debug", ["--debug"]))}
+        runs = {mode: future.result() for mode, future in futures.items()}
     return missing, runs
 
 

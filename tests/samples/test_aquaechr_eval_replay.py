@@ -70,20 +70,20 @@ def test_parser_on_a_real_model_answer(samples_dir):
         ("In view of the above", [7]), ("In the light of the ", [8]), ("It follows that they", [])]
 
 
-def cli(items_file: Path, system: str, db: Path, out: Path) -> subprocess.CompletedProcess:
+def cli(items_file: Path, system: str, db: Path, out: Path, env: dict) -> subprocess.CompletedProcess:
     """The real command in its own process (Prefect's logging binds to the stderr it starts with)."""
     return subprocess.run([sys.executable, "-m", "caseforge", "eval", "aquaechr", "--system", system, "--model", MODEL,
                            "--llm", "replay", "--replay-file", str(REPLAY), "--items", str(items_file), "--limit",
                            str(LIMIT), "--no-bertscore", "--db", str(db), "--out-dir", str(out)],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, env=env)
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
+def test_cli_end_to_end_with_replay(samples_dir, tmp_path, cli_env):
     items_file, _ = annotation_files(samples_dir)
     db = tmp_path / "w.duckdb"
     for system in RECORDED:
-        done = cli(items_file, system, db, tmp_path / "out")
+        done = cli(items_file, system, db, tmp_path / "out", cli_env)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "citation_f1" in done.stdout
     con = connect(db)
@@ -105,7 +105,7 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path):
     assert "| posthoc-rarr | double-aqeval-1 (replay) |" in report
     assert "| rtg-llatrieval | double-aqeval-1 (replay) |" in report
     # a second run answers everything from the cache and adds no rows
-    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out").returncode == 0
+    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out", cli_env).returncode == 0
     con = connect(db)
     assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone() == (6,)
 
