@@ -142,7 +142,7 @@ def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date
 def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, since: date, until: date,
                   record_filter: meta.RecordFilter, report: StageReport) -> None:
     def on_problem(problem) -> None:
-        report.add("quarantined")
+        report.add("fetch_failed" if problem.fetch_failed else "quarantined")
         quarantine(con, run_id, "echr_judgments", "fetch", problem.reason, source_key=problem.key,
                    raw_sha256=problem.raw_sha256)
 
@@ -253,12 +253,14 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
     """HTML first; the DOCX route when the HTML is missing, empty, or yields no paragraphs."""
     params = {"library": "ECHR", "id": itemid}
     reasons = []
+    fetched_any = False
     for kind, url in (("html", api() + HTML_PATH), ("docx", api() + DOCX_PATH)):
         try:
             result = fetcher.get(SOURCE, f"{kind}/{itemid}", url, params=params)
         except FetchError as exc:
             reasons.append(f"{kind}: {exc.reason}")
             continue
+        fetched_any = True
         report.add(f"{kind}_fetched")
         report.add("fetched")
         too_big = size_problem(SOURCE, "body", len(result.payload.body))
@@ -274,8 +276,11 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
             reasons.append(f"{kind}: no paragraphs")
             continue
         return parse_body(con, run_id, itemid, result.payload, report)
-    report.add("documents_quarantined")
-    report.add("quarantined")
+    if fetched_any:                     # a body came but could not be used: bad data
+        report.add("documents_quarantined")
+        report.add("quarantined")
+    else:                               # no route answered: a failed fetch, retried by the next run
+        report.add("fetch_failed")
     report.fail(f"hudoc {itemid}: no usable body ({'; '.join(reasons)})")
     quarantine(con, run_id, "echr_paragraphs", "fetch", "; ".join(reasons), source_key=itemid)
     return None

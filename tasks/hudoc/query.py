@@ -90,6 +90,7 @@ class PagerProblem:
     key: str
     reason: str
     raw_sha256: str | None = None
+    fetch_failed: bool = False          # the page could not be fetched (not bad data)
 
 
 @dataclass
@@ -107,8 +108,8 @@ class QueryPager:
         if self.report is not None:
             self.report.add(name, n)
 
-    def _problem(self, key: str, reason: str, sha: str | None = None) -> None:
-        problem = PagerProblem(key, reason, sha)
+    def _problem(self, key: str, reason: str, sha: str | None = None, fetch_failed: bool = False) -> None:
+        problem = PagerProblem(key, reason, sha, fetch_failed)
         self.problems.append(problem)
         if self.on_problem:
             self.on_problem(problem)
@@ -122,7 +123,7 @@ class QueryPager:
             result = self.fetcher.get(SOURCE, key, query_url(), params=params, conditional=False)
         except FetchError as exc:
             self._count("query_pages_failed")
-            self._problem(key, f"query page fetch failed: {exc.reason}")
+            self._problem(key, f"query page fetch failed: {exc.reason}", fetch_failed=True)
             return None, None
         self._count("query_pages")
         try:

@@ -210,7 +210,7 @@ def flow_run_logs(server: PrefectServer, flow_run_ids: list[str]) -> list[dict]:
         offset += 200
 
 
-def capture_nightly_log(server: PrefectServer, flow_run: dict, path: Path) -> Path:
+def capture_nightly_log(server: PrefectServer, flow_run: dict, path: Path, worker_log: str = "worker") -> Path:
     """The nightly as a person sees it, kept as a CI artifact: the run log the Prefect UI shows (the nightly
     and its subflow runs, read from the server's API) and what the flow run's process wrote on its terminal
     (the worker's output)."""
@@ -227,7 +227,7 @@ def capture_nightly_log(server: PrefectServer, flow_run: dict, path: Path) -> Pa
         level = logging_level_name(record["level"])
         lines.append(f"{record['timestamp'][11:23]} | {level:<7} | {runs.get(record['flow_run_id'], '?')} | "
                      f"{record['name']} - {record['message']}")
-    worker = server.home / "worker.log"
+    worker = server.home / f"{worker_log}.log"
     lines += ["", "## the flow run process's terminal output (the worker's log)", "",
               worker.read_text(errors="replace") if worker.exists() else "(no worker log)"]
     path.parent.mkdir(parents=True, exist_ok=True)

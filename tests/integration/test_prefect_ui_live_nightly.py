@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import prefect_file_for_test
+from conftest import capture_nightly_log, prefect_file_for_test
 from test_prefect_ui import ARTIFACTS_DIR, CHROMIUM, chromium, visible_text
 
 pytestmark = [pytest.mark.slow]
@@ -66,6 +66,7 @@ def test_a_live_nightly_without_network_fails_its_sources_within_minutes_and_the
         elapsed = time.monotonic() - started
         time.sleep(3)                                    # the flow-run process's last lines reach the worker log
         worker_log = (server.home / "worker-live.log").read_text(errors="replace")
+        captured = capture_nightly_log(server, flow_run, ARTIFACTS_DIR / "nightly-live.log", worker_log="worker-live")
     finally:
         server.stop_process(worker)
     print(f"live nightly without network: {elapsed:.0f} s, {flow_run['state']['type']}")
@@ -87,6 +88,12 @@ def test_a_live_nightly_without_network_fails_its_sources_within_minutes_and_the
     # there, "Engine execution exited with unexpected exception"), no longer a TypeError about the state's data.
     assert "Unexpected result for failed state" not in worker_log, worker_log[-4000:]
     assert "RunFailed: nightly " in worker_log, worker_log[-4000:]
+
+    # out/ci-artifacts/nightly-live.log: fetch progress (HUDOC's metadata pages by date window, the guides and
+    # Oyez listings) and the host given up, in the run log the UI shows
+    run_log = captured.read_text().partition("## the flow run process's terminal output")[0]
+    for line in ("hudoc metadata pages: started", "hudoc metadata pages: 0 pages done", "windows ", "unreachable"):
+        assert line in run_log, f"the live nightly's run log lacks {line!r}: {run_log[-3000:]}"
 
     # The UI: each failed source's task run page says Failed; the flow run page says Failed too.
     ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)

@@ -126,3 +126,23 @@ def test_the_host_slot_is_held_from_the_first_request_until_close(db_path):
         assert held[2:] == [("give", "two.test"), ("give", "one.test")]
     finally:
         install_host_slots(None)
+
+
+def test_a_live_hudoc_refresh_against_a_refusing_host_is_a_failed_fetch_not_quarantined_data(db_path):
+    """Query pages that could not be fetched fail the stage and count as fetch_failed (as for every source);
+    they are not bad data, so nothing counts as quarantined. Each is still recorded, key and reason, in
+    ops.quarantine (stage "fetch")."""
+    from caseforge import settings_file
+    from caseforge.tasks.hudoc import ingest as hudoc
+
+    settings = Settings(db_path=db_path, requests_per_second=0, backoff_base_s=0.05)
+    with settings_file.overriding({"upstream": {"hudoc": refusing_url()}}):
+        report = hudoc.refresh(settings, since="2020-01-01")
+    assert report.status == "failed", (report.status, report.counts)
+    assert report.counts.get("quarantined", 0) == 0, report.counts
+    windows = report.counts["fetch_failed"]
+    assert windows == report.counts["query_pages_failed"] and windows >= 6      # a window a year since 2020
+    assert len(report.failures) == windows and any("unreachable" in f for f in report.failures)
+    con = connect(db_path)
+    recorded = con.execute("SELECT stage, source_key FROM ops.quarantine WHERE table_name = 'echr_judgments'").fetchall()
+    assert len(recorded) == windows and {stage for stage, _ in recorded} == {"fetch"}
