@@ -50,7 +50,14 @@ def distributions_of(pairs: pd.DataFrame) -> dict[str, list[int]]:
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     pairs = run_sql(con, "aquaechr/release_pairs.sql").df()
     if pairs.empty:
-        raise NothingToRelease("curated.aquaechr_qa has no kept pairs: run `caseforge build aquaechr` first")
+        removals = run_sql(con, "aquaechr/removal_reasons.sql").fetchall()
+        if not removals:
+            raise NothingToRelease("curated.aquaechr_qa has no pairs: run `caseforge build aquaechr` first")
+        removed = ", ".join(f"{reason} {n}" for reason, n in removals)
+        hint = "; the judge removed them as low quality (README, Releases: a judge model that can score them)" \
+            if any(reason == "low_quality" for reason, _ in removals) else ""
+        raise NothingToRelease(f"curated.aquaechr_qa keeps none of its {sum(n for _, n in removals)} pairs "
+                               f"(removed: {removed}){hint}")
     pairs["citations"] = pairs["citations"].map(json.loads)
     pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(
         lambda v: [] if v is None or v is pd.NA else list(v))

@@ -6,7 +6,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from caseforge.release import CROISSANT, FRESH, METADATA, read_manifest, validate_croissant, verify_release
+from caseforge.release import (CROISSANT, FRESH, METADATA, NothingToRelease, read_manifest, validate_croissant,
+                              verify_release)
 from caseforge.tasks.aquaechr import release as aquaechr_release
 from caseforge.tasks.casefacts import release as casefacts_release
 from caseforge.tasks.casegen import release as casegen_release
@@ -185,3 +186,20 @@ def test_the_fresh_split_is_cut_on_the_previous_release_of_the_folder(warehouse,
     assert meta["data_date"] == "2021-03-01" and meta["version"].startswith("2021.3.1+")
     assert "after 2020-06-15: the newest source-document date of the previous release" in (
         second.path / "README.md").read_text()
+
+
+def test_an_aquaechr_warehouse_keeping_no_pair_says_why_nothing_is_released(warehouse, tmp_path):
+    con = connect(warehouse)
+    try:
+        con.execute("UPDATE curated.aquaechr_qa SET kept = false, removal_reason = CASE qa_id "
+                    "WHEN 'qa1' THEN 'low_quality (cascade: window dropped)' ELSE 'duplicate_question: of qa1' END")
+        with pytest.raises(NothingToRelease) as caught:
+            aquaechr_release.write(con, tmp_path / "aquaechr")
+        con.execute("DELETE FROM curated.aquaechr_qa")
+        with pytest.raises(NothingToRelease, match="has no pairs: run `caseforge build aquaechr` first"):
+            aquaechr_release.write(con, tmp_path / "aquaechr")
+    finally:
+        con.close()
+    assert str(caught.value).startswith("curated.aquaechr_qa keeps none of its 2 pairs (removed: "
+                                        "duplicate_question 1, low_quality 1); the judge removed them as low quality")
+    assert not (tmp_path / "aquaechr").exists()
