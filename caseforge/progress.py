@@ -12,11 +12,13 @@ turns the bar off, `bar` forces it.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import sys
 import threading
 import time
+import weakref
 
 log = logging.getLogger("caseforge.progress")
 
@@ -81,7 +83,7 @@ class Progress:
     pages, windows); `close()` at the end. Usable as a context manager."""
 
     def __init__(self, label: str, total: int | None = None, every_s: float = 5.0, unit: str = "items",
-                 counters: dict[str, int] | None = None, clock=time.monotonic):
+                 counters: dict[str, int] | None = None, clock=time.monotonic, heartbeat_s: float | None = None):
         self.label = label
         self.total = total
         self.every_s = every_s
@@ -96,6 +98,8 @@ class Progress:
         self._bar = None
         self._emit(self.started, start=True)     # before the bar, so the line does not land on it
         self._bar = self._open_bar()
+        self._stopped = threading.Event()
+        self._heartbeat = self._start_heartbeat(heartbeat_s)
 
     # --- what callers use ---
 
@@ -117,6 +121,7 @@ class Progress:
         if self._closed:
             return
         self._closed = True
+        self._stopped.set()
         now = self._clock()
         if self._bar is not None:
             self._bar.set_postfix_str(self._postfix(now), refresh=False)
@@ -129,6 +134,40 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # --- a line while nothing finishes ---
+
+    def _start_heartbeat(self, heartbeat_s: float | None) -> threading.Thread | None:
+        """One work item can take minutes (a long LLM answer on a CPU): while nothing finishes, a line every
+        `heartbeat_s` (CASEFORGE_PROGRESS_HEARTBEAT_S, default 30; 0 turns it off) says the work goes on. It runs
+        in a copy of the caller's context, so inside a Prefect run its lines reach that run's log. Only with the
+        real clock (tests that drive a fake clock get no thread)."""
+        if heartbeat_s is None:
+            heartbeat_s = float(os.environ.get("CASEFORGE_PROGRESS_HEARTBEAT_S", "30"))
+        if heartbeat_s <= 0 or self._clock is not time.monotonic:
+            return None
+        context = contextvars.copy_context()
+        thread = threading.Thread(target=context.run, args=(Progress._beat, weakref.ref(self), self._stopped,
+                                                            heartbeat_s),
+                                  daemon=True, name=f"progress heartbeat: {self.label}")
+        thread.start()
+        return thread
+
+    @staticmethod
+    def _beat(ref: "weakref.ref[Progress]", stopped: threading.Event, heartbeat_s: float) -> None:
+        """Holds the Progress only weakly: one a caller left unclosed (an exception) stops beating once it is gone."""
+        wait = heartbeat_s
+        while not stopped.wait(wait):
+            progress = ref()
+            if progress is None or progress._closed:
+                return
+            now = progress._clock()
+            if now - progress._last >= heartbeat_s:
+                progress._last = now
+                log.info("%s, working for %s", progress.line(now), _duration(now - progress.started),
+                         extra={"progress_on_bar": progress._bar is not None})
+            wait = max(0.05, progress._last + heartbeat_s - now)
+            del progress
 
     # --- the line and the bar ---
 

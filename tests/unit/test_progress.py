@@ -79,3 +79,65 @@ def test_caseforge_info_lines_pass_a_warning_root(monkeypatch):
     show_caseforge_logs()
     assert logging.getLogger("caseforge.progress").isEnabledFor(logging.INFO)
     assert not logging.getLogger("somelib").isEnabledFor(logging.INFO)
+
+
+def test_a_heartbeat_line_comes_while_nothing_finishes_and_stops_at_close(caplog, monkeypatch):
+    """A single LLM answer can take minutes on a CPU: the progress still says the work goes on, from the caller's
+    context (inside a Prefect run that is what routes the line to the run's log)."""
+    import contextvars
+    import time
+
+    monkeypatch.setenv("CASEFORGE_PROGRESS", "plain")
+    run = contextvars.ContextVar("run", default=None)
+    seen = []
+
+    class RunOf(logging.Filter):
+        def filter(self, record):
+            seen.append(run.get())
+            return True
+
+    logger = logging.getLogger("caseforge.progress")
+    logger.addFilter(RunOf())
+    try:
+        run.set("run-7")
+        with caplog.at_level(logging.INFO, logger="caseforge.progress"):
+            progress = Progress("llm casegen-judge", total=4, unit="requests", heartbeat_s=0.2)
+            time.sleep(0.75)
+            progress.close()
+            after_close = len(_messages(caplog))
+            time.sleep(0.5)
+    finally:
+        logger.filters.clear()
+    lines = _messages(caplog)
+    beats = [line for line in lines if "working for" in line]
+    assert 2 <= len(beats) <= 4, lines
+    assert beats[0].startswith("llm casegen-judge: 0/4 (0%)") and beats[0].endswith("working for 0s")
+    assert lines[-1].startswith("llm casegen-judge: 0/4 (0%)") and "done in" in lines[-1]
+    assert len(lines) == after_close                     # nothing after close
+    assert set(seen) == {"run-7"}                        # every line, the heartbeat's too, in the caller's context
+
+
+def test_no_heartbeat_when_switched_off(caplog, monkeypatch):
+    import time
+
+    monkeypatch.setenv("CASEFORGE_PROGRESS", "plain")
+    monkeypatch.setenv("CASEFORGE_PROGRESS_HEARTBEAT_S", "0")
+    with caplog.at_level(logging.INFO, logger="caseforge.progress"):
+        progress = Progress("llm x", total=1)
+        assert progress._heartbeat is None
+        time.sleep(0.1)
+        progress.close()
+    assert len(_messages(caplog)) == 2
+
+
+def test_a_progress_left_unclosed_stops_beating_once_it_is_gone(caplog, monkeypatch):
+    import gc
+
+    monkeypatch.setenv("CASEFORGE_PROGRESS", "plain")
+    with caplog.at_level(logging.INFO, logger="caseforge.progress"):
+        progress = Progress("llm y", total=3, heartbeat_s=0.1)
+        thread = progress._heartbeat
+        del progress                                    # as when an exception leaves it behind
+        gc.collect()
+        thread.join(timeout=2)
+    assert not thread.is_alive()
