@@ -227,11 +227,10 @@ def store(con, run_id: int, candidates: list[Candidate], passages: dict, report:
                        row_data=json.dumps(row, default=str, ensure_ascii=False))
             report.fail(f"aquaechr_qa {row['qa_id']}: {'; '.join(problems)}")
     frame = frame.drop(index=bad).reset_index(drop=True)
-    outcome = gate_and_load(con, run_id, "aquaechr_qa", frame, "aquaechr/curate_aquaechr_qa.sql", "qa_id")
-    report.add("qa_loaded", outcome.staged)
-    report.add("qa_quarantined", outcome.quarantined + len(bad))
-    for reason in outcome.reasons:
-        report.fail(reason)
+    outcome = gate_and_load(con, run_id, "aquaechr_qa", frame, "aquaechr/curate_aquaechr_qa.sql", "qa_id",
+                            change_counts_sql="aquaechr/qa_change_counts.sql")
+    outcome.quarantined += len(bad)
+    outcome.report_to(report, loaded="qa_loaded", quarantined="qa_quarantined", changes_prefix="qa_")
     return frame
 
 

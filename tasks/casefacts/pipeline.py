@@ -93,9 +93,14 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         ctx.report.add(f"{table}.rows", 0)
         _stage_artifact(table, 0, 0, [])
         return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
+    deliverable = table == DELIVERABLE
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
-                            identifiers=identifiers)
+                            identifiers=identifiers,
+                            change_counts_sql="ops/row_change_counts.sql" if deliverable else None)
     ctx.report.add(f"{table}.rows", outcome.staged)
+    if deliverable:                                # the build's records, in the columns every stage shares
+        for counter in ("new", "changed"):
+            ctx.report.add(counter, outcome.changes.get(counter, 0))
     if outcome.quarantined:
         ctx.report.add("quarantined", outcome.quarantined)
     for reason in outcome.reasons:

@@ -68,3 +68,11 @@ def test_flow_replays_on_samples_and_releases_with_a_card(samples_dir, tmp_path)
     assert "guide_art_2 / i: kept" in card and "tokens per question" in card
     exported = (release.path / "data" / "aquaechr_qa.jsonl").read_text().splitlines()
     assert len(exported) == len(kept) == report["counts"]["kept"]
+    # the nightly's columns: every pair is new the first time; the same build again changes none
+    counts = report["counts"]
+    assert (counts["new"], counts["changed"], counts["quarantined"]) == (len(rows), 0, 0), counts
+    again = aquaechr_build(
+        db=str(db), strategies=SAMPLE_STRATEGIES, limit=SAMPLE_LIMIT,
+        llm="replay", model=GENERATOR_MODEL, judge_model=JUDGE_MODEL, replay_file=str(REPLAY), return_state=True)
+    counts = again.result(raise_on_failure=False)["counts"]
+    assert (counts["new"], counts["changed"], counts["qa_unchanged"]) == (0, 0, len(rows)), counts

@@ -89,8 +89,10 @@ def test_replay_file_reproduces_the_double_and_reruns_from_cache(db, tmp_path):
     labels = dict(zip(claims["claim_id"], claims["label"]))
     assert labels[f"c{BETTS}-0"] == "OVERRULED" and len(claims) == 11
     assert sorted(set(labels.values())) == ["OVERRULED", "REFUTED", "SUPPORTED"]
+    assert (report.counts["new"], report.counts["changed"]) == (11, 0)      # the nightly's columns: its claims
     again, second = _replay_run(con)
     assert again[columns].equals(claims[columns])
+    assert (second.counts["new"], second.counts["changed"]) == (0, 0)
     assert sum(v for k, v in second.counts.items() if k.endswith(".llm_calls")) == 0
     assert sum(v for k, v in second.counts.items() if k.endswith(".llm_cache_hits")) > 100
 
