@@ -1,6 +1,8 @@
 """What each LLM step must return."""
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from caseforge.llm.reply_bounds import text
@@ -29,8 +31,13 @@ class ExtractedAnswer(BaseModel):
     sentences: list[int] = Field(max_length=MAX_CITED)
 
 
+# The scores as an enum, not an integer with bounds: llama.cpp's grammar enforces an enum, but writes any
+# integer for minimum/maximum (SmolLM2 answered 6 and more).
+Score = Literal[1, 2, 3, 4, 5]
+
+
 class JudgeVerdict(BaseModel):
     analysis: text(400)
-    comprehensiveness: int = Field(ge=1, le=5)
-    conciseness: int = Field(ge=1, le=5)
-    answer_fluency: int = Field(ge=1, le=5)
+    comprehensiveness: Score
+    conciseness: Score
+    answer_fluency: Score
