@@ -5,9 +5,10 @@ import pytest
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-# Every command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends
-# with it, never the shared local server that outlives commands (caseforge.flows.local_server): no test leaves
-# a server behind. tests/integration/test_local_server_processes.py opts back in, each test with its own PREFECT_HOME.
+# A command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends with it,
+# not the shared local server that outlives commands (caseforge.flows.local_server). Two opt back in, each with a
+# PREFECT_HOME of its own that is stopped at the end: tests/integration/test_local_server_processes.py (one per
+# test) and the `cli_env` fixture below (one per session); _no_local_server_left is the safety net.
 os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
 
 # Prefect configures logging when first imported, and that closes every logging handler created
