@@ -67,12 +67,13 @@ def gate_and_load(
     change_counts_sql: str | None = None,
     identifiers: dict[str, str] | None = None,
     content_column: str | None = None,
+    change_key: tuple[str, ...] | None = None,
 ) -> LoadOutcome:
     """Validate `frame` against expectations/<table>.json; load what passes.
 
     `identifiers` fill the `{name}` placeholders of a generic curate (and change-count) statement.
-    New / changed / unchanged rows are counted by `change_counts_sql`, or, for a table keyed by `key_column`
-    alone, by sql/ops/change_counts.sql comparing `content_column` (a content hash) with curated.
+    New / changed / unchanged rows are counted by `change_counts_sql`, or by sql/ops/change_counts.sql comparing
+    `content_column` (a content hash) with curated, row by row on `change_key` (default: `key_column` alone).
 
     Validation results and quarantined rows are committed even when the batch is rejected,
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
@@ -97,7 +98,7 @@ def gate_and_load(
             counts_sql, counts_names = change_counts_sql, identifiers
             if content_column:
                 counts_sql = "ops/change_counts.sql"
-                counts_names = {"table": table, "key": key_column, "content": content_column}
+                counts_names = {"table": table, "key": change_key or key_column, "content": content_column}
             if counts_sql:
                 row = run_sql(con, counts_sql, identifiers=counts_names)
                 names = [d[0] for d in row.description]

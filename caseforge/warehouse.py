@@ -110,11 +110,12 @@ def open_warehouse(db_path: str | Path, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
-def sql_text(relative: str, **identifiers: str) -> str:
+def sql_text(relative: str, **identifiers: str | tuple[str, ...]) -> str:
     """A statement file from sql/ (where SQL lives: docs/sql.md).
 
-    `{name}` placeholders are filled from `identifiers`, which must be table or column names (checked);
-    values are never written into the text, they are bound as parameters.
+    `{name}` placeholders are filled from `identifiers`, which must be table or column names (checked), or a
+    tuple of column names (filled comma-separated, e.g. a key of two columns); values are never written into
+    the text, they are bound as parameters.
     """
     path = SQL_DIR / relative
     if not path.exists():
@@ -123,19 +124,21 @@ def sql_text(relative: str, **identifiers: str) -> str:
     if not identifiers:
         return text
     for name, value in identifiers.items():
-        if not isinstance(value, str) or not _IDENTIFIER.match(value):
+        names = value if isinstance(value, tuple) and value else (value,)
+        if not all(isinstance(v, str) and _IDENTIFIER.match(v) for v in names):
             raise ValueError(f"{relative}: {{{name}}} must be an identifier, not {value!r}")
 
     def fill(match: re.Match) -> str:
         if match.group(1) not in identifiers:
             raise KeyError(f"{relative}: no value for {{{match.group(1)}}}")
-        return identifiers[match.group(1)]
+        value = identifiers[match.group(1)]
+        return ", ".join(value) if isinstance(value, tuple) else value
 
     return _PLACEHOLDER.sub(fill, text)
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None,
-            identifiers: dict[str, str] | None = None):
+            identifiers: dict[str, str | tuple[str, ...]] | None = None):
     statement = sql_text(relative, **(identifiers or {}))
     return con.execute(statement, params) if params is not None else con.execute(statement)
 

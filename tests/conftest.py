@@ -8,7 +8,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # A command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends with it,
 # not the shared local server that outlives commands (caseforge.flows.local_server). Two opt back in, each with a
 # PREFECT_HOME of its own that is stopped at the end: tests/integration/test_local_server_processes.py (one per
-# test) and the `cli_env` fixture below (one per session); _no_local_server_left is the safety net.
+# test) and the `shared_server_cli_env` fixture below (one per session); _no_local_server_left is the safety net.
 os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
 
 # Prefect configures logging when first imported, and that closes every logging handler created
@@ -36,7 +36,7 @@ def samples_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def cli_env(tmp_path_factory):
+def shared_server_cli_env(tmp_path_factory):
     """Environment for tests that run `caseforge` as a child process: the commands share one local Prefect
     server (as a user's commands do) in a PREFECT_HOME of this session, instead of each starting Prefect's
     temporary server (about 8 s a command here). The server is stopped when the session ends."""

@@ -97,14 +97,8 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
                             identifiers=identifiers,
                             change_counts_sql="ops/row_change_counts.sql" if deliverable else None)
-    ctx.report.add(f"{table}.rows", outcome.staged)
-    if deliverable:                                # the build's records, in the columns every stage shares
-        for counter in ("new", "changed"):
-            ctx.report.add(counter, outcome.changes.get(counter, 0))
-    if outcome.quarantined:
-        ctx.report.add("quarantined", outcome.quarantined)
-    for reason in outcome.reasons:
-        ctx.report.fail(reason)
+    # the dataset's claims are the build's records: new/changed in the columns every stage shares
+    outcome.report_to(ctx.report, f"{table}.rows", changes_prefix=f"{table}.", records=deliverable)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
     return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()

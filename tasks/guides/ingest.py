@@ -170,7 +170,7 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
     outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
                             "guides/curate_guide_paragraphs.sql", key_column="para_no",
-                            change_counts_sql="guides/paragraph_change_counts.sql")
+                            content_column="raw_sha256", change_key=("guide_id", "para_no"))
     outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
                       changes_prefix="guide_paragraphs_")
     if not citations:

@@ -214,7 +214,7 @@ def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> 
     if not rows:
         return
     outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
-                            key_column="itemid", change_counts_sql="hudoc/paragraph_change_counts.sql")
+                            key_column="itemid", content_column="raw_sha256", change_key=("itemid", "ordinal"))
     outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50,
                       changes_prefix="paragraphs_", records=False)
 

@@ -10,10 +10,10 @@ pytestmark = [pytest.mark.samples, pytest.mark.slow]
 
 
 @pytest.fixture
-def caseforge(cli_env):
+def caseforge(shared_server_cli_env):
     def run(*args, timeout=240):
         return subprocess.run([sys.executable, "-m", "caseforge", *args], capture_output=True, text=True,
-                              timeout=timeout, env=cli_env)
+                              timeout=timeout, env=shared_server_cli_env)
     return run
 
 

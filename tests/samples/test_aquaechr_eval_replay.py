@@ -79,11 +79,11 @@ def cli(items_file: Path, system: str, db: Path, out: Path, env: dict) -> subpro
 
 
 @pytest.mark.slow
-def test_cli_end_to_end_with_replay(samples_dir, tmp_path, cli_env):
+def test_cli_end_to_end_with_replay(samples_dir, tmp_path, shared_server_cli_env):
     items_file, _ = annotation_files(samples_dir)
     db = tmp_path / "w.duckdb"
     for system in RECORDED:
-        done = cli(items_file, system, db, tmp_path / "out", cli_env)
+        done = cli(items_file, system, db, tmp_path / "out", shared_server_cli_env)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "citation_f1" in done.stdout
     con = connect(db)
@@ -105,7 +105,7 @@ def test_cli_end_to_end_with_replay(samples_dir, tmp_path, cli_env):
     assert "| posthoc-rarr | double-aqeval-1 (replay) |" in report
     assert "| rtg-llatrieval | double-aqeval-1 (replay) |" in report
     # a second run answers everything from the cache and adds no rows
-    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out", cli_env).returncode == 0
+    assert cli(items_file, "posthoc-rarr", db, tmp_path / "out", shared_server_cli_env).returncode == 0
     con = connect(db)
     assert con.execute("SELECT count(*) FROM eval.item_outputs").fetchone() == (6,)
 

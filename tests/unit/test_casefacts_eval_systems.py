@@ -106,7 +106,7 @@ def test_llm_systems_with_a_test_double(system, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_eval_casefacts_bm25_json(tmp_path, cli_env):
+def test_cli_eval_casefacts_bm25_json(tmp_path, shared_server_cli_env):
     import subprocess
     import sys
 
@@ -119,7 +119,7 @@ def test_cli_eval_casefacts_bm25_json(tmp_path, cli_env):
         [sys.executable, "-m", "caseforge", "eval", "casefacts", "--claims", str(CLAIMS), "--system", "bm25",
          "--format", "json", "--k", "3", "--db", str(db), "--index-dir", str(tmp_path / "idx"),
          "--out-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300, env=cli_env)
+        capture_output=True, text=True, timeout=300, env=shared_server_cli_env)
     code, out = done.returncode, done.stdout
     assert "{" in out, done.stderr[-3000:]
     metrics = json.loads(out[out.index("{"):])

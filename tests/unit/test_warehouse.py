@@ -3,7 +3,7 @@ import duckdb
 import pytest
 
 from caseforge.warehouse import (
-    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query, sql_text,
+    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query, run_sql, sql_text,
 )
 
 
@@ -15,6 +15,12 @@ def test_sql_text_fills_only_checked_identifiers():
             sql_text("ops/clear_staging_table.sql", table=bad)
     with pytest.raises(KeyError):
         sql_text("ops/clear_staging_table.sql", other="scotus_cases")
+    # a key of several columns fills comma-separated, each name checked
+    counts = sql_text("ops/change_counts.sql", table="guide_paragraphs", key=("guide_id", "para_no"), content="raw_sha256")
+    assert "USING (guide_id, para_no)" in counts
+    for bad in (("guide_id", "para_no; DROP TABLE ops.runs"), ("guide_id", ""), ()):
+        with pytest.raises(ValueError):
+            sql_text("ops/change_counts.sql", table="guide_paragraphs", key=bad, content="raw_sha256")
 
 
 def test_migrations_apply_once_and_are_recorded(db_path):
@@ -102,3 +108,18 @@ def test_a_warehouse_killed_right_after_its_migrations_opens_again(tmp_path):
         assert con.execute("SELECT count(*) FROM ops.runs").fetchone() == (0,)
     finally:
         con.close()
+
+
+def test_change_counts_on_a_key_of_two_columns(db_path):
+    """Guide paragraphs are keyed by (guide_id, para_no): paragraph 1 of another guide is new, not changed."""
+    con = connect(db_path)
+    con.execute("""
+    INSERT INTO curated.guide_paragraphs (guide_id, para_no, text, ordinal, raw_sha256, updated_at) VALUES
+      ('guide_a', '1', 'x', 1, 'v1', now()), ('guide_a', '2', 'y', 2, 'v1', now());
+    INSERT INTO staging.guide_paragraphs (guide_id, para_no, text, ordinal, raw_sha256) VALUES
+      ('guide_a', '1', 'x', 1, 'v1'), ('guide_a', '2', 'y2', 2, 'v2'), ('guide_b', '1', 'z', 1, 'w1');
+    """)
+    counts = run_sql(con, "ops/change_counts.sql", identifiers={"table": "guide_paragraphs", "content": "raw_sha256",
+                                                                "key": ("guide_id", "para_no")}).fetchone()
+    con.close()
+    assert counts == (1, 1, 1)          # new, changed, unchanged
