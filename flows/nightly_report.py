@@ -72,19 +72,23 @@ def publish_artifacts(result, quality: list[dict]) -> None:
         publish_link(f"nightly-{key}", uri, description)
 
 
+def plot_rows(con: duckdb.DuckDBPyConnection, statement: str, *tables: str) -> list[tuple]:
+    """The rows a plot draws (sql/<statement>); none when a table it reads is absent (a warehouse that never
+    built that benchmark)."""
+    if not all(table_exists(con, table) for table in tables):
+        return []
+    return run_sql(con, statement).fetchall()
+
+
 def plot_scotus_decades(con: duckdb.DuckDBPyConnection):
-    if not table_exists(con, "curated.scotus_cases"):
-        return None
-    rows = run_sql(con, "ops/decade_counts.sql").fetchall()
+    rows = plot_rows(con, "ops/decade_counts.sql", "curated.scotus_cases")
     if not rows:
         return None
     return "U.S. Supreme Court cases per decade of decision", bar_chart(dict(rows), "cases per decade", "decade")
 
 
 def plot_casefacts_labels(con: duckdb.DuckDBPyConnection):
-    if not table_exists(con, "curated.casefacts_claims"):
-        return None
-    rows = run_sql(con, "casefacts/plot_labels.sql").fetchall()
+    rows = plot_rows(con, "casefacts/plot_labels.sql", "curated.casefacts_claims")
     if not rows:
         return None
     return "CaseFacts claims per label", bar_chart(dict(rows), "CaseFacts claims per label", "label", "claims")
@@ -92,9 +96,8 @@ def plot_casefacts_labels(con: duckdb.DuckDBPyConnection):
 
 def plot_casefacts_similarity(con: duckdb.DuckDBPyConnection):
     """The similarity of the judged calibration pairs per kind, with the window calibrated from them."""
-    if not (table_exists(con, "build.casefacts_calibration_samples") and table_exists(con, "build.casefacts_windows")):
-        return None
-    rows = run_sql(con, "casefacts/plot_similarities.sql").fetchall()
+    rows = plot_rows(con, "casefacts/plot_similarities.sql", "build.casefacts_calibration_samples",
+                     "build.casefacts_windows")
     if not rows:
         return None
     windows = {kind: (low, high) for kind, low, high, *_ in run_sql(con, "casefacts/release_windows.sql").fetchall()}
@@ -108,9 +111,7 @@ def plot_casefacts_similarity(con: duckdb.DuckDBPyConnection):
 
 
 def plot_casefacts_lengths(con: duckdb.DuckDBPyConnection):
-    if not table_exists(con, "curated.casefacts_claims"):
-        return None
-    rows = run_sql(con, "casefacts/plot_lengths.sql").fetchall()
+    rows = plot_rows(con, "casefacts/plot_lengths.sql", "curated.casefacts_claims")
     if not rows:
         return None
     groups: dict[str, list[int]] = {}
@@ -128,9 +129,7 @@ def _score_bars(rows, title: str, scale: range):
 
 def plot_aquaechr_judge_scores(con: duckdb.DuckDBPyConnection):
     """The build's quality judge (1-5 per dimension) over every candidate pair, kept or not."""
-    if not table_exists(con, "curated.aquaechr_qa"):
-        return None
-    rows = run_sql(con, "aquaechr/plot_judge_scores.sql").fetchall()
+    rows = plot_rows(con, "aquaechr/plot_judge_scores.sql", "curated.aquaechr_qa")
     if not rows:
         return None
     return _score_bars(rows, "AQuAECHR judge scores per dimension", range(1, 6))
@@ -138,9 +137,7 @@ def plot_aquaechr_judge_scores(con: duckdb.DuckDBPyConnection):
 
 def plot_casegen_judge_scores(con: duckdb.DuckDBPyConnection):
     """The judge's scores (1-10 per dimension) in the latest CaseGen evaluation run of the store."""
-    if not (table_exists(con, "eval.runs") and table_exists(con, "eval.item_outputs")):
-        return None
-    rows = run_sql(con, "casegen/plot_judge_scores.sql").fetchall()
+    rows = plot_rows(con, "casegen/plot_judge_scores.sql", "eval.runs", "eval.item_outputs")
     if not rows:
         return None
     system = rows[0][0]
