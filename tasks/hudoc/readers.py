@@ -2,6 +2,12 @@
 
 Class names in the HTML are hashes that change between documents, so the style facts come from
 the CSS they point to (font size, keep-with-next), never from the names themselves.
+
+The HTML goes through lxml's HTML parser directly. It reads every body as the BeautifulSoup reader it replaced
+did (tests/samples/test_hudoc_html_reader.py compares both on variants of the sample), at a fraction of the
+CPU (bench/echr_parse.py), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
+<template>, <rt> and <rp> is not body text, and a run of ASCII whitespace between tags counts as one space or
+one line break (except inside <pre> and <textarea>).
 """
 from __future__ import annotations
 
@@ -10,7 +16,6 @@ import re
 import zipfile
 from collections import Counter
 
-from bs4 import BeautifulSoup, NavigableString, Tag
 from lxml import etree
 
 from caseforge.tasks.hudoc.paragraphs import Block, ParsedJudgment, build_rows
@@ -22,83 +27,164 @@ class DocumentError(ValueError):
     """A body that cannot be read as a judgment (empty, not HTML/DOCX, corrupt)."""
 
 
-def _css_rules(soup: BeautifulSoup) -> dict[str, dict[str, str]]:
+_FOOTNOTE_ID = re.compile(r"^_ftn\d+$")
+_FOOTNOTE_HREF = re.compile(r"#_ftn(\d+)$")
+_FONT_SIZE = re.compile(r"(\d{1,4}(?:\.\d+)?)pt")
+_CSS_RULE = re.compile(r"\.([\w-]+)\s*\{([^}]*)\}")
+NOT_BODY_TEXT = frozenset({"style", "script", "template", "rt", "rp"})   # text inside these is never body text
+KEEPS_WHITESPACE = frozenset({"pre", "textarea"})
+ASCII_SPACES = " \n\t\x0c\r"
+MAX_DEPTH = 256        # libxml2 builds no deeper tree: it stops there and silently drops the rest of the body
+_AT_MAX_DEPTH = etree.XPath("boolean(/*" + "/*" * (MAX_DEPTH - 1) + ")")
+
+
+def _declarations(body: str) -> dict[str, str]:
+    props = {}
+    for decl in body.split(";"):
+        if ":" in decl:
+            key, value = decl.split(":", 1)
+            props[key.strip().lower()] = value.strip().lower()
+    return props
+
+
+def _css_rules(root) -> dict[str, dict[str, str]]:
     rules: dict[str, dict[str, str]] = {}
-    for style in soup.find_all("style"):
-        for name, body in re.findall(r"\.([\w-]+)\s*\{([^}]*)\}", style.get_text()):
-            props = {}
-            for decl in body.split(";"):
-                if ":" in decl:
-                    key, value = decl.split(":", 1)
-                    props[key.strip().lower()] = value.strip().lower()
-            rules[name] = props
+    for style in root.iter("style"):
+        css = "".join(text for text, container in _strings(style, {}, _container(style)) if container == "style")
+        for name, body in _CSS_RULE.findall(css):
+            rules[name] = _declarations(body)
     return rules
 
 
-def _props(tag: Tag, rules: dict) -> dict[str, str]:
-    merged: dict[str, str] = {}
-    for name in tag.get("class") or []:
-        merged.update(rules.get(name, {}))
-    for decl in (tag.get("style") or "").split(";"):
-        if ":" in decl:
-            key, value = decl.split(":", 1)
-            merged[key.strip().lower()] = value.strip().lower()
-    return merged
+class _Styles:
+    """An element's style facts from its class names (looked up in the CSS rules) and its style attribute.
+
+    A judgment repeats a few dozen class/style combinations over thousands of elements: each is worked out once."""
+
+    def __init__(self, rules: dict[str, dict[str, str]]):
+        self.rules = rules
+        self.known: dict[tuple, tuple[float | None, bool, bool]] = {}
+
+    def of(self, element) -> tuple[float | None, bool, bool]:
+        """(font size in pt, bold, keep-with-next)."""
+        key = (element.get("class"), element.get("style"))
+        facts = self.known.get(key)
+        if facts is None:
+            props: dict[str, str] = {}
+            for name in (key[0] or "").split():
+                props.update(self.rules.get(name, {}))
+            props.update(_declarations(key[1] or ""))
+            size = _FONT_SIZE.match(props.get("font-size", ""))
+            weight = props.get("font-weight", "")
+            facts = (float(size[1]) if size else None,
+                     weight in ("bold", "bolder") or (weight.isdigit() and int(weight) >= 600),
+                     "avoid" in props.get("page-break-after", ""))
+            self.known[key] = facts
+        return facts
 
 
-def _font_size(props: dict) -> float | None:
-    match = re.match(r"(\d{1,4}(?:\.\d+)?)pt", props.get("font-size", ""))
-    return float(match[1]) if match else None
+def _container(element) -> str | None:
+    """The nearest enclosing element (this one included) whose text is not body text: 'style', 'script', ..."""
+    for node in (element, *element.iterancestors()):
+        if node.tag in NOT_BODY_TEXT:
+            return node.tag
+    return None
 
 
-def _bold(props: dict) -> bool:
-    weight = props.get("font-weight", "")
-    return weight == "bold" or weight == "bolder" or (weight.isdigit() and int(weight) >= 600)
+def _keeps_whitespace(element) -> bool:
+    return any(node.tag in KEEPS_WHITESPACE for node in (element, *element.iterancestors()))
 
 
-def _footnote_ref(anchor: Tag) -> str | None:
-    match = re.match(r"#_ftn(\d+)$", anchor.get("href") or "")
+def _strings(element, skipped: dict, container: str | None):
+    """Every text run under `element` in document order with its nearest non-body container's name, leaving
+    out the subtrees in `skipped` (their tails stay: they belong to the parent). No recursion: a deeply
+    nested body must not overflow the stack."""
+    stack = [(element, container)]
+    while stack:
+        node, outer = stack.pop()
+        if isinstance(node, str):
+            yield node, outer
+            continue
+        inner = node.tag if node.tag in NOT_BODY_TEXT else outer
+        for child in reversed(node):
+            if child.tail:
+                stack.append((child.tail, inner))
+            if isinstance(child.tag, str) and child not in skipped:
+                stack.append((child, inner))
+        if node.text:
+            stack.append((node.text, inner))
+
+
+def _footnote_ref(anchor) -> str | None:
+    match = _FOOTNOTE_HREF.match(anchor.get("href") or "")
     return match[1] if match else None
 
 
-def _html_block(p: Tag, rules: dict) -> tuple[Block, float | None]:
+def _html_block(p, styles: _Styles, notes: dict) -> tuple[Block, float | None]:
     pieces: list[str] = []
     refs: list[str] = []
     sizes: Counter = Counter()
-    bold_chars = plain_chars = 0
-    # depth-first over the block's nodes without recursion (a deeply nested body must not overflow the stack);
-    # each entry: a node and whether an element above it is bold
-    stack: list[tuple[object, bool]] = [(child, _bold(_props(p, rules))) for child in reversed(list(p.children))]
-    while stack:
-        child, bold_above = stack.pop()
-        if isinstance(child, NavigableString):
-            if type(child) is not NavigableString:       # comments, CDATA, doctype: not text
-                continue
-            text = str(child)
-            pieces.append(text)
-            parent = child.parent
-            props = _props(parent, rules) if isinstance(parent, Tag) else {}
-            size = _font_size(props)
-            visible = len(text.strip())
-            if size and visible:
-                sizes[size] += visible
-            if bold_above or _bold(props):
-                bold_chars += visible
-            else:
-                plain_chars += visible
-        elif isinstance(child, Tag):
-            if child.name == "br":
-                pieces.append("\n")
-            elif child.name == "a" and _footnote_ref(child):
-                refs.append(_footnote_ref(child))
-            else:
-                bold = bold_above or _bold(_props(child, rules))
-                stack.extend((grandchild, bold) for grandchild in reversed(list(child.children)))
-    props = _props(p, rules)
-    size = sizes.most_common(1)[0][0] if sizes else None
-    block = Block("".join(pieces), heading_style="avoid" in props.get("page-break-after", ""), footnote_refs=refs,
-                  emphasis=bold_chars > 0 and plain_chars == 0)
-    return block, size
+    chars = {True: 0, False: 0}           # visible characters in bold, not in bold
+
+    def take(text: str, facts: tuple) -> None:
+        """A text run, with the facts of the element holding it: (font size, bold, hidden, keeps whitespace)."""
+        size, bold, hidden, keeps = facts
+        if hidden:
+            return
+        if not keeps and not text.strip(ASCII_SPACES):
+            text = "\n" if "\n" in text else " "     # a whitespace run between tags counts once
+        pieces.append(text)
+        visible = len(text.strip())
+        if size and visible:
+            sizes[size] += visible
+        chars[bold] += visible
+
+    size, bold, keep_with_next = styles.of(p)
+    facts = (size, bold, _container(p) is not None, _keeps_whitespace(p))
+    if p.text:
+        take(p.text, facts)
+    # depth-first without recursion; a frame: an element, its children still to read, the facts of its text
+    frames = [(p, iter(p), facts)]
+    while frames:
+        element, children, facts = frames[-1]
+        for child in children:
+            tag = child.tag
+            if isinstance(tag, str) and not (notes and child in notes):     # not a comment, a PI or a footnote
+                if tag == "br":
+                    pieces.append("\n")
+                elif tag == "a" and _footnote_ref(child):
+                    refs.append(_footnote_ref(child))
+                else:
+                    size, bold, _ = styles.of(child)
+                    child_facts = (size, bold or facts[1], facts[2] or tag in NOT_BODY_TEXT,
+                                   facts[3] or tag in KEEPS_WHITESPACE)
+                    if text := child.text:
+                        take(text, child_facts)
+                    if len(child):
+                        frames.append((child, iter(child), child_facts))
+                        break                    # its tail comes once its children are read
+            if tail := child.tail:
+                take(tail, facts)
+        else:
+            frames.pop()
+            if frames and element.tail:
+                take(element.tail, frames[-1][2])
+    block = Block("".join(pieces), heading_style=keep_with_next, footnote_refs=refs,
+                  emphasis=chars[True] > 0 and chars[False] == 0)
+    return block, sizes.most_common(1)[0][0] if sizes else None
+
+
+def _html_root(text: str):
+    """The document tree as libxml2's HTML push parser builds it (recovering from broken markup), or None."""
+    parser = etree.HTMLParser(recover=True, no_network=True, huge_tree=False)
+    try:
+        parser.feed(text[1:] if text.startswith("\ufeff") else text)     # a second byte-order mark
+        root = parser.close()
+    except Exception as exc:  # noqa: BLE001 - lxml on text that is not HTML at all
+        raise DocumentError(f"not readable HTML: {type(exc).__name__}: {exc}") from exc
+    if root is not None and _AT_MAX_DEPTH(root):
+        raise DocumentError(f"HTML elements nested {MAX_DEPTH} deep: the parser would drop what follows them")
+    return root
 
 
 def html_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
@@ -108,19 +194,21 @@ def html_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
     text = body.decode("utf-8-sig", errors="replace")
     if not text.strip():
         raise DocumentError("empty HTML body")
-    try:
-        soup = BeautifulSoup(text, "lxml")
-    except Exception as exc:  # noqa: BLE001 - the tree builder on bytes that are not HTML at all
-        raise DocumentError(f"not readable HTML: {type(exc).__name__}: {exc}") from exc
-    rules = _css_rules(soup)
+    root = _html_root(text)
+    if root is None:
+        raise DocumentError("HTML body has no paragraphs")
+    styles = _Styles(_css_rules(root))
     footnotes: dict[str, str] = {}
-    for div in soup.find_all("div", id=re.compile(r"^_ftn\d+$")):
-        number = str(div["id"])[4:]
-        for anchor in div.find_all("a"):
-            anchor.decompose()
-        footnotes[number] = re.sub(r"\s+", " ", div.get_text("")).replace("\u00a0", " ").strip()
-        div.decompose()
-    sized = [_html_block(p, rules) for p in soup.find_all("p")]
+    notes: dict = {}          # footnote <div>s: left out of the body's blocks (a dict: ordered, hashed by identity)
+    for div in root.iter("div"):
+        if not _FOOTNOTE_ID.search(div.get("id") or "") or any(a in notes for a in div.iterancestors()):
+            continue
+        anchors = dict.fromkeys(div.iter("a"))
+        note = "".join(t for t, container in _strings(div, anchors, _container(div)) if container is None)
+        footnotes[str(div.get("id"))[4:]] = re.sub(r"\s+", " ", note).replace("\u00a0", " ").strip()
+        notes[div] = None
+    sized = [_html_block(p, styles, notes) for p in root.iter("p")
+             if not notes or not any(a in notes for a in p.iterancestors())]
     if not sized:
         raise DocumentError("HTML body has no paragraphs")
     sizes = Counter(size for block, size in sized if size and len(block.text) > 200)
@@ -132,10 +220,13 @@ def html_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
     return blocks, footnotes
 
 
+_DOCX_TEXT_TAGS = [W + name for name in ("t", "tab", "br", "cr", "noBreakHyphen", "footnoteReference")]
+
+
 def _docx_text(paragraph) -> tuple[str, list[str]]:
     """Text of a Word paragraph including runs nested in smart tags, hyperlinks and fields."""
     pieces, refs = [], []
-    for node in paragraph.iter():
+    for node in paragraph.iter(*_DOCX_TEXT_TAGS):
         tag = node.tag
         if tag == W + "t":
             pieces.append(node.text or "")
