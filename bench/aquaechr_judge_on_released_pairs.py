@@ -2,8 +2,9 @@
 (they passed the paper's judge, and experts scored their strategy about 4.4-4.8 of 5), counting how many
 the judge keeps. A judge fit for the build keeps most of them.
 
-Run: .venv/bin/python bench/aquaechr_judge_on_released_pairs.py [--pairs N] [--model M ...]
+Run: .venv/bin/python bench/aquaechr_judge_on_released_pairs.py [--pairs N] [--model M ...] [--quick]
 (reads CASEFORGE_SAMPLES, default ../shared/samples; models default to the two packaged GGUF models)
+--quick: 5 pairs judged by a scripted judge double instead of a model (CI checks that the bench still runs).
 
 It goes through the build's own path: the judge prompt (prompts/aquaechr/judge.j2), its reply schema, run_job
 and the low-quality rule (a score at or below 3 on any dimension). Answers are kept in a throw-away
@@ -21,6 +22,7 @@ from pathlib import Path
 from caseforge import warehouse
 from caseforge.llm import config as llm_config
 from caseforge.llm.jobs import run_job
+from caseforge.llm.types import Completion
 from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS, judge_request, low_quality
 from caseforge.tasks.aquaechr.schemas import JudgeVerdict
 
@@ -33,9 +35,24 @@ def released_pairs(limit: int) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))[:limit]
 
 
+class ScriptedJudgeBackendDouble:
+    """Test double for the judge model (--quick): every fourth pair scored 3 on conciseness, the others 4, 4, 4."""
+
+    name = "judge-double"
+    model = "judge-double"
+    batch_size = 16
+
+    def complete_batch(self, requests):
+        return [Completion(text=json.dumps({"analysis": "A scripted verdict.", "comprehensiveness": 4,
+                                            "conciseness": 3 if number % 4 == 3 else 4, "answer_fluency": 4}),
+                           prompt_tokens=100, completion_tokens=30, latency_s=0.0)
+                for number, _ in enumerate(requests)]
+
+
 def judge(model: str, pairs: list[dict]) -> tuple[list[dict | None], list[str]]:
     """Each pair's scores (None where the judge's reply failed), and the reasons of the failures."""
-    backend = llm_config.backend("aquaechr-judge", role="judge", llm="llamacpp", model=model)
+    backend = (ScriptedJudgeBackendDouble() if model == ScriptedJudgeBackendDouble.model
+               else llm_config.backend("aquaechr-judge", role="judge", llm="llamacpp", model=model))
     requests = [judge_request(f"pair-{p['question_number']}", p["question"], p["answer"]) for p in pairs]
     with tempfile.TemporaryDirectory() as tmp, warehouse.open_warehouse(Path(tmp) / "bench.duckdb") as con:
         result = run_job(con, "aquaechr-judge", backend, requests, JudgeVerdict, fanout=False)
@@ -50,7 +67,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--model", action="append", help="llama.cpp model name or GGUF path (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="5 pairs, a scripted judge double instead of a model")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.model = 5, [ScriptedJudgeBackendDouble.model]
     pairs = released_pairs(args.pairs)
     print(f"{len(pairs)} released AQuAECHR pairs; low quality at a score <= {DEFAULT_LOW_QUALITY_AT}")
     for model in args.model or PACKAGED:

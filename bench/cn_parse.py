@@ -1,8 +1,9 @@
 """Throughput of the Chinese judgment parser (documents parsed per second, one core).
 
-Usage: python bench/cn_parse.py [SAMPLES_DIR] [--repeat N]
+Usage: python bench/cn_parse.py [SAMPLES_DIR] [--repeat N] [--quick]
 Parses every full-text document in samples/cn (JuDGE, CaseFormer, CAIL2020) N times with
 parse_record (normalisation, sections, metadata, gold agreement) and with parse_sections alone.
+--quick: the first 60 documents once (CI checks that the bench still runs).
 """
 from __future__ import annotations
 
@@ -23,11 +24,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("samples", nargs="?", default=None)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="the first 60 documents, once")
     args = parser.parse_args()
     samples = Path(args.samples or settings().samples_dir) / "cn"
     records = []
     for name in FULL_TEXT_FILES:
         records += [record_from_dict(row) for row in read_dump(name, (samples / name).read_bytes())]
+    if args.quick:
+        records, args.repeat = records[:60], 1
     chars = sum(len(r.full_text) for r in records)
     texts = [normalise_text(r.full_text) for r in records]
     sections_wall, sections_cpu = _timed(lambda: [parse_sections(t) for t in texts], args.repeat)

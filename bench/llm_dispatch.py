@@ -8,7 +8,8 @@
    fixed latency L. The ideal is C / L requests per second.
 
 The last line printed is one JSON object with the numbers.
-    python bench/llm_dispatch.py [--requests 5000] [--concurrency 32] [--latency-s 0.1]
+    python bench/llm_dispatch.py [--requests 5000] [--concurrency 32] [--latency-s 0.1] [--quick]
+--quick: 200 requests, concurrency 8, latency 10 ms (CI checks that the bench still runs).
 """
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ from pydantic import BaseModel
 
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.backends.openai_compat import OpenAIBackend
+from caseforge.llm.reply_bounds import text
 from caseforge.llm.types import Completion
 from caseforge.warehouse import connect
 
 
 class Echo(BaseModel):
-    echo: str
+    echo: text(300)          # the server double says the whole prompt back (about 160 characters)
 
 
 class ZeroLatencyBackendDouble:
@@ -45,7 +47,7 @@ class ZeroLatencyBackendDouble:
 
 
 def build_requests(n: int, tag: str):
-    params = SamplingParams(temperature=0.0, max_tokens=64)
+    params = SamplingParams(temperature=0.0, max_tokens=512)     # room for the longest Echo the schema admits
     return [request_from_template(f"{tag}-{i}", "bench/dispatch.j2", params=params, item_id=f"{tag}-{i}",
                                   sentence=f"The court of appeal heard case number {i} ({tag}).")
             for i in range(n)]
@@ -106,7 +108,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-s", type=float, default=0.1)
+    parser.add_argument("--quick", action="store_true", help="200 requests, concurrency 8, latency 10 ms")
     args = parser.parse_args()
+    if args.quick:
+        args.requests, args.concurrency, args.latency_s = 200, 8, 0.01
     with tempfile.TemporaryDirectory() as tmp:
         overhead = measure_overhead(args.requests, Path(tmp))
         print("overhead:", json.dumps(overhead), flush=True)

@@ -1,11 +1,13 @@
 """Oyez: parse throughput on every sample case, and the cost of a refresh when nothing changed.
 
-Run: .venv/bin/python bench/oyez_parse.py   (reads CASEFORGE_SAMPLES, default ../shared/samples)
+Run: .venv/bin/python bench/oyez_parse.py [--quick]   (reads CASEFORGE_SAMPLES, default ../shared/samples)
 Prints cases/second for parsing and the HTTP requests a no-op refresh makes against a local
 server double holding all sample cases (target: 1, the case list, answered 304).
+--quick: the first 20 sample cases, parsed once (CI checks that the bench still runs).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 import time
@@ -65,10 +67,15 @@ def noop_refresh_cost(files: list[Path]) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the first 20 sample cases, parsed once")
+    args = parser.parse_args()
     files = sorted((samples_dir() / "oyez" / "cases").glob("*.json"))
     if not files:
         raise SystemExit(f"no Oyez samples under {samples_dir()}")
-    rate = parse_throughput(files)
+    if args.quick:
+        files = files[:20]
+    rate = parse_throughput(files, rounds=1 if args.quick else 5)
     print(f"parse: {rate:,.0f} cases/second over {len(files)} sample cases")
     cost = noop_refresh_cost(files)
     print(f"refresh: first run {cost['first_refresh_requests']} requests in {cost['first_refresh_s']}s; "

@@ -9,7 +9,9 @@ from /proc, so faiss's own buffers count) and its window pairs; faiss's recall i
 pass's window pairs it found (its pairs are always a subset). With --samples, both also draw the
 calibration samples (all bins from 0.2), the other screening call.
 
-    .venv/bin/python bench/pair_screening.py [--random] [--samples] [--no-exact] [N ...]
+    .venv/bin/python bench/pair_screening.py [--random] [--samples] [--no-exact] [--quick] [N ...]
+
+--quick: N = 2,000 (CI checks that the bench still runs).
 
 Vectors are clustered by default: shared topics plus a common direction, so that window pairs exist
 (random unit vectors in 384 dimensions almost never reach cosine 0.7; --random uses them anyway).
@@ -132,8 +134,9 @@ def main(sizes: list[int], clustered: bool, samples: bool, exact: bool) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     flags = {a for a in args if a.startswith("--")}
-    unknown = flags - {"--random", "--samples", "--no-exact"}
+    unknown = flags - {"--random", "--samples", "--no-exact", "--quick"}
     if unknown:
         sys.exit(f"unknown option(s): {', '.join(sorted(unknown))}")
-    main([int(a) for a in args if not a.startswith("--")] or [5_000, 20_000, 50_000], "--random" not in flags,
-         "--samples" in flags, "--no-exact" not in flags)
+    quick = "--quick" in flags
+    main([int(a) for a in args if not a.startswith("--")] or ([2_000] if quick else [5_000, 20_000, 50_000]),
+         "--random" not in flags, "--samples" in flags, "--no-exact" not in flags)

@@ -4,12 +4,17 @@ Embeds both claims of each pair with the local MiniLM model and prints the inter
 (Same-case pairs and a different embedding model than the paper's cross-case windows: a sanity check of the
 calibration on real data, not a reproduction of 0.70–0.95 / 0.80–0.97.)
 
-    .venv/bin/python bench/window_check_released_pairs.py [SAMPLES_DIR]
+    .venv/bin/python bench/window_check_released_pairs.py [SAMPLES_DIR] [--quick]
+
+--quick: the first 10 pairs of each file, embedded by a hashed bag-of-words double instead of the model (CI checks
+that the bench still runs; its windows mean nothing).
 """
 from __future__ import annotations
 
+import argparse
 import csv
-import sys
+import hashlib
+import re
 import time
 from pathlib import Path
 
@@ -20,12 +25,25 @@ from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.embeddings import SentenceTransformerEmbedder
 
 
-def main(samples: Path) -> None:
+class HashedWordsEmbedderDouble:
+    """Test double for the sentence-transformer (--quick): hashed bag of lower-cased words, unit rows."""
+
+    name = "hashed-words-double"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 256), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]{3,}", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+def main(samples: Path, pairs: int | None, embedder) -> None:
     folder = samples / "casefacts" / "intermediate"
-    embedder = SentenceTransformerEmbedder()
     for name, kind in (("contradicted_claims.csv", "contradiction"), ("overlapping_claims.csv", "redundancy")):
         with open(folder / name, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
+            rows = list(csv.DictReader(handle))[:pairs]
         start = time.perf_counter()
         left = embedder.encode([r["claim_1"] for r in rows])
         right = embedder.encode([r["claim_2"] for r in rows])
@@ -36,4 +54,9 @@ def main(samples: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else settings().samples_dir)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("samples", nargs="?", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="the first 10 pairs of each file, a double for the model")
+    args = parser.parse_args()
+    main(args.samples or settings().samples_dir, 10 if args.quick else None,
+         HashedWordsEmbedderDouble() if args.quick else SentenceTransformerEmbedder())

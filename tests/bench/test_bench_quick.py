@@ -1,0 +1,50 @@
+"""Every script in bench/ runs in its quick mode (`--quick`: small sizes, seconds) and prints its figures, so no
+benchmark rots unseen; the full sizes stay for people. Each runs as a user runs it, a fresh process in an empty
+working folder, which it must leave empty. In quick mode a bench that needs an LLM answers from a test double,
+never a model; the packaged embedding model (no download) is loaded where a bench measures it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.samples
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+# what each bench must print in quick mode: one pattern per figure it exists to report
+PRINTS = {
+    "aquaechr_judge_on_released_pairs.py": [r"judge-double: \d+ of \d+ judged, \d+ kept", r"\(4, 4, 4\): \d+"],
+    "cn_parse.py": [r"parse_record .*\| [\d,]+ \| [\d,]+", r"ratio \d+\.\d\dx"],
+    "cn_section_accuracy.py": [r"\| judge \| text \| facts \(fact part\) \| \d+ \| \d+\.\d%"],
+    "command_overhead.py": [r"bare\s+\d+\.\d\d\s+\d+\.\d\d", r'"bare_cpu_s": \d'],
+    "echr_parse.py": [r"BeautifulSoup reader \(before\)\s+\d\.\d{4}", r"lxml reader \(now\)\s+\d\.\d{4}",
+                      r"ratio before/now\s+\d+\.\dx", r"HUDOC DOCX paragraphs\s+[\d,]+ /s", r"guide citations\s+[\d,]+ /s"],
+    "llm_dispatch.py": [r'overhead: \{"overhead_ms_per_call"', r'"achieved_rps": \d', r'"ratio": \d'],
+    "oyez_parse.py": [r"parse: [\d,]+ cases/second", r"no-op run 1 request\(s\)"],
+    "pair_screening.py": [r"N=\s*\d+: exact .* window pairs", r"N=\s*\d+: faiss .* recall \{'contradiction'"],
+    "retrieval.py": [r"bm25\s+\d+\s+[\d.]+\s+[\d.]+", r"dense\s+\d+", r"hybrid\s+\d+\s+[\d.]+\s+[\d.]+"],
+    "window_check_released_pairs.py": [r"contradiction: \d+ judged-positive pairs, cosine median \d\.\d+; 95% window",
+                                       r"redundancy: \d+ judged-positive pairs"],
+}
+
+
+def test_every_bench_script_has_a_quick_mode_check():
+    assert sorted(path.name for path in BENCH.glob("*.py")) == sorted(PRINTS)
+
+
+@pytest.mark.parametrize("script", sorted(PRINTS))
+def test_bench_runs_in_quick_mode_and_prints_its_figures(script, samples_dir, tmp_path):
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    env = {**os.environ, "CASEFORGE_SAMPLES": str(samples_dir), "PREFECT_HOME": str(tmp_path / "prefect")}
+    done = subprocess.run([sys.executable, str(BENCH / script), "--quick"], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for pattern in PRINTS[script]:
+        assert re.search(pattern, done.stdout), f"{pattern!r} not in:\n{done.stdout[-3000:]}"
+    assert list(workdir.iterdir()) == []
