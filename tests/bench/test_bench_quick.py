@@ -18,6 +18,7 @@ pytestmark = pytest.mark.samples
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 # what each bench must print in quick mode: one pattern per figure it exists to report
 PRINTS = {
+    "archive_store.py": [r"\s+120\s+\d+\.\d\d\s+\d+\.\d\d", r"last batch / first batch: \d+\.\d\dx"],
     "aquaechr_judge_on_released_pairs.py": [r"judge-double: \d+ of \d+ judged, \d+ kept", r"\(4, 4, 4\): \d+"],
     "cn_parse.py": [r"parse_record .*\| [\d,]+ \| [\d,]+", r"ratio \d+\.\d\dx"],
     "cn_section_accuracy.py": [r"\| judge \| text \| facts \(fact part\) \| \d+ \| \d+\.\d%"],
