@@ -10,7 +10,7 @@ import duckdb
 from caseforge.cli.common import add_db_option, jsonable, print_rows
 from caseforge.config import settings as load_settings
 from caseforge.runs import interrupted_runs, mark_interrupted_runs
-from caseforge.warehouse import WarehouseBusy, connect, open_for_query, run_sql, sql_text
+from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql, sql_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,8 +57,8 @@ def _record_interrupted(db_path) -> None:
     """Write down what status found: runs whose process is gone become `interrupted` in ops.runs too.
     Best effort: when a run holds the file (or it cannot be written) the next run's start does it."""
     try:
-        con = connect(db_path)
-    except (WarehouseBusy, duckdb.Error, OSError):
+        con = connect(db_path, busy_wait_s=0)
+    except (WarehouseError, duckdb.Error, OSError):
         return
     try:
         mark_interrupted_runs(con)
