@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
 
 from caseforge.cli.common import CommandFailed, add_db_option, print_rows
 from caseforge.config import settings as load_settings
@@ -123,15 +122,20 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_export_replay(args: argparse.Namespace) -> int:
-    from caseforge.llm.backends.replay import export_replay
+    from caseforge.llm.backends.replay import export_replay, not_a_replay_file
+    from caseforge.outputs import check_output_path, check_replaceable_file
     from caseforge.warehouse import connect
     settings = load_settings(args.db)
+    # refused before anything is read (caseforge.outputs): the warehouse's own files, a file that is not a replay file
+    out = check_output_path(args.out, settings, "the replay file", replaced=True)
+    check_replaceable_file(out, not_a_replay_file, "the replay file")
     con = connect(settings.db_path, read_only=True)
     try:
-        written = export_replay(con, Path(args.out), step=args.step)
+        written = export_replay(con, out, step=args.step)
     finally:
         con.close()
-    print(f"wrote {written} replay record(s) to {args.out}")
     if written == 0:
-        raise CommandFailed([f"no cached answers{' for step ' + args.step if args.step else ''} to export"])
+        raise CommandFailed([f"no cached answers{' for step ' + args.step if args.step else ''} to export; "
+                             f"{args.out} not written"])
+    print(f"wrote {written} replay record(s) to {args.out}")
     return 0
