@@ -123,6 +123,7 @@ _LOCK_HELD = re.compile(r"Could not set lock on file|Conflicting lock is held")
 _CORRUPT = re.compile(r"Corrupt database file|not a valid DuckDB database file")
 _HOLDER_PID = re.compile(r"\(PID (\d+)\)")
 BUSY_POLL_S = 0.25              # how often a waiting writer tries the file again
+BUSY_NOTE_EVERY_S = 30.0        # how often it says again that it is waiting, and for whom
 WAITING_FRESH_S = 5.0           # a "writer waiting" file not rewritten for this long is left by a dead writer
 
 
@@ -218,7 +219,7 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
     if busy_wait_s is None:
         busy_wait_s = 0.0 if read_only else Settings().busy_wait_s
     deadline = time.monotonic() + busy_wait_s
-    waiting = False
+    waiting, next_note = False, 0.0
     try:
         while True:
             with _CONNECT_LOCK:
@@ -242,9 +243,11 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
                         con.close()
                         raise
                     return con
-            if not waiting:
-                log.warning("%s; waiting up to %g s for it (CASEFORGE_BUSY_WAIT_S)", problem, busy_wait_s)
-                waiting = True
+            if not waiting or time.monotonic() >= next_note:
+                waited = busy_wait_s - (deadline - time.monotonic())
+                log.warning("%s; waiting up to %g s for it (CASEFORGE_BUSY_WAIT_S)%s", problem, busy_wait_s,
+                            f", {waited:.0f} s so far" if waiting else "")
+                waiting, next_note = True, time.monotonic() + BUSY_NOTE_EVERY_S
             if not read_only:
                 _announce_waiting(db_path)
             time.sleep(max(0.0, min(BUSY_POLL_S, deadline - time.monotonic())))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -36,15 +37,15 @@ class AnswerDouble:
         return [Completion(text='{"value": 1}', latency_s=0.1) for _ in requests]
 
 
-@pytest.fixture
-def warehouse(tmp_path):
+@pytest.fixture(scope="module")
+def warehouse_template(tmp_path_factory):
     """data/cf.duckdb with one SCOTUS case, three cached LLM answers, a mirror and a run folder."""
     from pydantic import BaseModel
 
     class Number(BaseModel):
         value: int
 
-    db = tmp_path / "data" / "cf.duckdb"
+    db = tmp_path_factory.mktemp("template") / "data" / "cf.duckdb"
     settings = load_settings(db)
     con = connect(db)
     con.execute("INSERT INTO curated.scotus_cases (case_id, name, term, decided_date, raw_sha256, updated_at) "
@@ -57,6 +58,13 @@ def warehouse(tmp_path):
     (settings.runs_dir / "nightly-1").mkdir(parents=True)
     (settings.runs_dir / "nightly-1" / "summary.md").write_text("the first night\n")
     return settings
+
+
+@pytest.fixture
+def warehouse(warehouse_template, tmp_path):
+    """A copy of the template's data/ folder of this test's own."""
+    shutil.copytree(warehouse_template.db_path.parent, tmp_path / "data", symlinks=True)
+    return load_settings(tmp_path / "data" / warehouse_template.db_path.name)
 
 
 def warehouse_intact(settings) -> bool:
