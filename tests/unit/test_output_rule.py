@@ -267,3 +267,17 @@ def test_an_evaluation_refuses_an_output_folder_in_the_warehouses_own_files(ware
         with pytest.raises(OutputRefused):
             flow.fn(db=str(warehouse.db_path), **required, **{option: str(warehouse.parquet_dir / "eval")})
     assert not (warehouse.parquet_dir / "eval").exists()
+
+
+def test_the_llm_shard_folder_may_not_be_the_warehouses_own(warehouse, tmp_path):
+    from caseforge.llm.fanout import FanoutSettings, shard_folder
+    from caseforge.outputs import OutputRefused
+
+    con = connect(warehouse.db_path, read_only=True)
+    try:
+        with pytest.raises(OutputRefused):
+            shard_folder(con, FanoutSettings(pool="gpu", shard_dir=str(warehouse.parquet_dir)), "casefacts.generate")
+        mine = shard_folder(con, FanoutSettings(pool="gpu", shard_dir=str(tmp_path / "shards")), "casefacts.generate")
+    finally:
+        con.close()
+    assert mine.is_relative_to(tmp_path / "shards")
