@@ -67,8 +67,9 @@ def check_output_path(path: str | Path, settings, what: str, *, replaced: bool =
     for protected, name in warehouse_files(settings).items():
         own = _absolute(protected).resolve()
         if resolved == own or resolved.is_relative_to(own):
-            raise OutputRefused(f"refusing to write {what} to {path}: it is {name} ({own}){'' if resolved == own else ' or inside it'}; "
-                                "choose a folder of its own")
+            where = "it is" if resolved == own else "it lies inside"
+            raise OutputRefused(f"refusing to write {what} to {path}: {where} {name} ({own}); choose a folder of "
+                                "its own")
         if replaced and own.is_relative_to(resolved):
             raise OutputRefused(f"refusing to write {what} to {path}: it holds {name} ({own}), which replacing it "
                                 "would delete; choose an empty or new folder")

@@ -17,8 +17,9 @@ from typing import Iterable
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["ArgumentParser", "CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments",
-           "flows_session", "is_ordinary", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks", "unknown_value"]
+__all__ = ["ArgumentParser", "CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option",
+           "flow_arguments", "flow_report", "flows_session", "is_ordinary", "jsonable", "one_line", "print_rows",
+           "run_flow", "terminal_tracebacks", "unknown_value"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)

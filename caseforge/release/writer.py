@@ -195,7 +195,8 @@ def not_our_release(folder: Path, dataset: str) -> str | None:
         listed = set(read_manifest(folder)) | {MANIFEST}
     except ValueError:
         return f"has a {MANIFEST} caseforge did not write"
-    extra = sorted(rel for p in folder.rglob("*") if p.is_file() and (rel := p.relative_to(folder).as_posix()) not in listed)
+    found = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    extra = sorted(rel for rel in found if rel not in listed)
     if extra:
         more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
         return f"is a {dataset} release with file(s) it did not write ({', '.join(extra[:3])}{more})"
