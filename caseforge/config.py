@@ -44,6 +44,17 @@ class Settings:
     # its remaining requests fail at once, naming the host, instead of each retrying with backoff.
     host_max_failures: int = field(default_factory=lambda: int(_env_float("CASEFORGE_HOST_MAX_FAILURES", 12)))
     host_failure_budget_s: float = field(default_factory=lambda: _env_float("CASEFORGE_HOST_FAILURE_BUDGET_S", 120.0))
+    # A run that finds the warehouse held by another process waits this long for it, saying who holds it,
+    # before it gives up (caseforge.warehouse.connect); a caseforge query holding it stops itself meanwhile.
+    busy_wait_s: float = field(default_factory=lambda: _env_float("CASEFORGE_BUSY_WAIT_S", 300.0))
+    # Bounds of an ad-hoc query (`caseforge sql`, `status`, `quality`: caseforge.warehouse.open_for_query):
+    # a statement running longer is stopped (0: never); DuckDB's memory limit (empty: a quarter of this
+    # machine's memory) and the most it may spill to a temporary folder under query_temp_dir (empty: the
+    # system's temporary folder, $TMPDIR).
+    query_timeout_s: float = field(default_factory=lambda: _env_float("CASEFORGE_QUERY_TIMEOUT_S", 60.0))
+    query_memory_limit: str = field(default_factory=lambda: os.environ.get("CASEFORGE_QUERY_MEMORY_LIMIT", ""))
+    query_temp_limit: str = field(default_factory=lambda: os.environ.get("CASEFORGE_QUERY_TEMP_LIMIT", "4GB"))
+    query_temp_dir: str = field(default_factory=lambda: os.environ.get("CASEFORGE_QUERY_TEMP_DIR", ""))
 
     @property
     def db_key(self) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from caseforge.outputs import replacing_file, write_text_atomically
 from caseforge.warehouse import run_sql, sql_text, transaction
 
 
@@ -90,10 +91,11 @@ def export_run(out_dir: Path, run_id: str, header: dict, items: list[ItemResult]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = out_dir / f"{run_id}.metrics.json"
-    metrics_path.write_text(json.dumps({**header, "eval_run_id": run_id, "metrics": metrics}, indent=1, sort_keys=True))
+    write_text_atomically(metrics_path, json.dumps({**header, "eval_run_id": run_id, "metrics": metrics}, indent=1,
+                                                   sort_keys=True))
     items_path = out_dir / f"{run_id}.items.csv"
     score_names = sorted({name for i in items for name in i.scores})
-    with items_path.open("w", newline="", encoding="utf-8") as handle:
+    with replacing_file(items_path, None, "the items CSV") as handle:
         writer = csv.writer(handle)
         writer.writerow(["item_id", "label", "status", "reason", "gold", "predicted", *score_names])
         for i in items:

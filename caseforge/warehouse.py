@@ -2,10 +2,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import shutil
+import socket
 import sys
+import tempfile
 import threading
+import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -15,7 +21,9 @@ from typing import Iterator
 import duckdb
 import pandas as pd
 
-from caseforge.config import SQL_DIR
+from caseforge.config import SQL_DIR, Settings
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -29,8 +37,24 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 _CONNECT_LOCK = threading.Lock()
 
 
-class WarehouseBusy(RuntimeError):
-    """Another process holds the DuckDB file (DuckDB allows a single writer)."""
+class WarehouseError(RuntimeError):
+    """The warehouse cannot be used as asked, for an ordinary reason said in one line (exit 2): not a crash."""
+
+
+class WarehouseBusy(WarehouseError):
+    """Another process holds the DuckDB file (DuckDB allows a single writer, or readers)."""
+
+
+class WarehouseCorrupt(WarehouseError):
+    """The file is not a DuckDB database, or DuckDB found it damaged."""
+
+
+class WarehouseTooNew(WarehouseError):
+    """ops.migrations names a migration this caseforge does not have: a newer caseforge made the warehouse."""
+
+
+class QueryStopped(WarehouseError):
+    """An ad-hoc query stopped at one of its bounds (time, memory), or to let a waiting run have the file."""
 
 
 def migration_files() -> list[tuple[int, Path]]:
@@ -80,25 +104,156 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def connect(db_path: str | Path, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+def refuse_unknown_migrations(con: duckdb.DuckDBPyConnection, db_path: Path) -> None:
+    """WarehouseTooNew when ops.migrations names a migration this caseforge does not have: its tables may
+    not be what this caseforge's statements expect (a positional INSERT into a renamed table's columns)."""
+    if not table_exists(con, "ops.migrations"):
+        return
+    known = dict(migration_files())
+    unknown = sorted({row[0] for row in run_sql(con, "ops/applied_migrations.sql").fetchall()} - set(known))
+    if unknown:
+        raise WarehouseTooNew(f"{db_path} was made by a newer caseforge (migration {unknown[-1]}); this caseforge "
+                              f"knows migrations up to {max(known, default=0)}: use the caseforge that made it, or a "
+                              "newer one")
+
+
+# --- who holds the file, and a writer that waits for it ---
+
+_LOCK_HELD = re.compile(r"Could not set lock on file|Conflicting lock is held")
+_CORRUPT = re.compile(r"Corrupt database file|not a valid DuckDB database file")
+_HOLDER_PID = re.compile(r"\(PID (\d+)\)")
+BUSY_POLL_S = 0.25              # how often a waiting writer tries the file again
+BUSY_NOTE_EVERY_S = 30.0        # how often it says again that it is waiting, and for whom
+WAITING_FRESH_S = 5.0           # a "writer waiting" file not rewritten for this long is left by a dead writer
+
+
+def writer_waiting_path(db_path: str | Path) -> Path:
+    """The file a writer that waits for the warehouse keeps fresh beside it (`<db>.writer-waiting`): a
+    caseforge query holding the file sees it and stops, so the run gets the file."""
+    db_path = Path(db_path)
+    return db_path.with_name(db_path.name + ".writer-waiting")
+
+
+def _command_of(pid: int) -> str | None:
+    """A process's command line, shortened to what a person typed (`caseforge sql ...`) when it is caseforge."""
+    try:
+        args = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return None
+    for index, arg in enumerate(args):
+        if Path(arg).name == "caseforge" or (arg == "caseforge" and index and args[index - 1] == "-m"):
+            args = ["caseforge", *args[index + 1:]]
+            break
+    else:
+        args = [Path(args[0]).name, *args[1:]] if args else []
+    text = " ".join(args)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def holder_of(message: str) -> str:
+    """Who holds the file, from DuckDB's lock error (it names the PID): 'PID 123 (caseforge sql ...)'."""
+    found = _HOLDER_PID.search(message)
+    if not found:
+        return "another process"
+    command = _command_of(int(found.group(1)))
+    return f"PID {found.group(1)}" + (f" ({command})" if command else "")
+
+
+def _open_problem(db_path: Path, exc: duckdb.IOException) -> WarehouseError | None:
+    text = str(exc)
+    if _LOCK_HELD.search(text):
+        return WarehouseBusy(f"{db_path} is busy: held by {holder_of(text)}")
+    if _CORRUPT.search(text):
+        reason = " ".join(text.split("\n\n")[0].split())
+        return WarehouseCorrupt(f"{db_path} is corrupt and cannot be opened ({reason}); restore it from a backup, "
+                                "or move it aside and run the ingests again")
+    return None
+
+
+def writer_waiting(db_path: str | Path) -> dict | None:
+    """The run waiting for the warehouse (pid, host, command), or None: no file, or a stale one."""
+    path = writer_waiting_path(db_path)
+    try:
+        if time.time() - path.stat().st_mtime > WAITING_FRESH_S:
+            return None
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _announce_waiting(db_path: Path) -> None:
+    path = writer_waiting_path(db_path)
+    mine = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_of(os.getpid())}
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        partial.write_text(json.dumps(mine), encoding="utf-8")
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)      # a read-only folder: the wait is still bounded
+
+
+def _withdraw_waiting(db_path: Path) -> None:
+    path = writer_waiting_path(db_path)
+    try:
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def connect(db_path: str | Path, read_only: bool = False, config: dict | None = None,
+            busy_wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse; a writable connection is migrated to the latest schema first.
 
-    `config`: DuckDB settings applied as the database opens (open_for_query's sandbox)."""
+    `config`: DuckDB settings applied as the database opens (open_for_query's sandbox). A file another
+    process holds: a writer waits up to `busy_wait_s` (default Settings.busy_wait_s, CASEFORGE_BUSY_WAIT_S),
+    saying who holds it and keeping `<db>.writer-waiting` fresh so that a caseforge query holding it stops,
+    then gives up with WarehouseBusy; a reader does not wait unless told. A damaged file is WarehouseCorrupt,
+    a warehouse migrated by a newer caseforge WarehouseTooNew, for readers and writers alike."""
     db_path = Path(db_path)
     if read_only and not db_path.exists():
         raise FileNotFoundError(f"no warehouse at {db_path}; run an ingest first or pass --db")
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-    with _CONNECT_LOCK:
-        try:
-            con = duckdb.connect(str(db_path), read_only=read_only, config=config or {})
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise WarehouseBusy(f"{db_path} is held by another caseforge process: {exc}") from exc
-            raise
-        if not read_only:
-            migrate(con)
-    return con
+    if busy_wait_s is None:
+        busy_wait_s = 0.0 if read_only else Settings().busy_wait_s
+    deadline = time.monotonic() + busy_wait_s
+    waiting, next_note = False, 0.0
+    try:
+        while True:
+            with _CONNECT_LOCK:
+                try:
+                    con = duckdb.connect(str(db_path), read_only=read_only, config=config or {})
+                except duckdb.IOException as exc:
+                    problem = _open_problem(db_path, exc)
+                    if problem is None:
+                        raise
+                    if not isinstance(problem, WarehouseBusy) or time.monotonic() >= deadline:
+                        if isinstance(problem, WarehouseBusy) and busy_wait_s > 0:
+                            problem = WarehouseBusy(f"{problem}; gave up after waiting {busy_wait_s:g} s "
+                                                    "(CASEFORGE_BUSY_WAIT_S sets how long)")
+                        raise problem from exc
+                else:
+                    try:
+                        refuse_unknown_migrations(con, db_path)
+                        if not read_only:
+                            migrate(con)
+                    except BaseException:
+                        con.close()
+                        raise
+                    return con
+            if not waiting or time.monotonic() >= next_note:
+                waited = busy_wait_s - (deadline - time.monotonic())
+                log.warning("%s; waiting up to %g s for it (CASEFORGE_BUSY_WAIT_S)%s", problem, busy_wait_s,
+                            f", {waited:.0f} s so far" if waiting else "")
+                waiting, next_note = True, time.monotonic() + BUSY_NOTE_EVERY_S
+            if not read_only:
+                _announce_waiting(db_path)
+            time.sleep(max(0.0, min(BUSY_POLL_S, deadline - time.monotonic())))
+    finally:
+        if waiting and not read_only:
+            _withdraw_waiting(db_path)
 
 
 @contextmanager
@@ -257,43 +412,205 @@ def find_mirror(db_path: Path, parquet_dir: Path) -> Mirror:
     return Mirror(parquet_dir, datetime.fromisoformat(manifest["written_at"]), files)
 
 
-def open_mirror(mirror: Mirror) -> duckdb.DuckDBPyConnection:
-    """An in-memory database whose curated.* and ops.* views read the mirror, sandboxed like the file.
+def open_mirror(mirror: Mirror, folder: Path, name: str = "mirror", config: dict | None = None
+                ) -> duckdb.DuckDBPyConnection:
+    """A read-only database over the mirror, sandboxed like the file: its curated.* and ops.* views read the
+    mirror's files.
 
-    The files are handed to DuckDB as Arrow datasets, so DuckDB itself opens no path at all: allowing
-    the mirror's folder or files instead (allowed_directories / allowed_paths) would also let a query
-    write there (measured on 1.5.5: COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false)
-    overwrites it)."""
+    The views are written once to `<folder>/<name>.duckdb` (a throwaway file), which is then opened
+    read-only, so `CREATE`, `DROP`, `INSERT` and `ATTACH` are refused as they are on the warehouse itself,
+    with the same errors (an in-memory database would take them). The files are handed to DuckDB as Arrow
+    datasets, so DuckDB itself opens no path at all: allowing the mirror's folder or files instead
+    (allowed_directories / allowed_paths) would also let a query write there (measured on 1.5.5:
+    COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false) overwrites it)."""
     import pyarrow.dataset as ds
 
-    con = duckdb.connect(":memory:", config=QUERY_SANDBOX)
-    for schema in sorted({name.partition(".")[0] for name in mirror.files} | {"curated"}):
-        con.execute(f"CREATE SCHEMA {schema}")      # inline by rule (docs/sql.md): the reader's own schemas
-    for name, path in sorted(mirror.files.items()):
-        hidden = "_mirror_" + name.replace(".", "_")
-        con.register(hidden, ds.dataset(str(path), format="parquet"))
-        # inline by rule (docs/sql.md): a view over the registered dataset; `name` is a checked identifier
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM {hidden}")
+    datasets = {"_mirror_" + table.replace(".", "_"): ds.dataset(str(path), format="parquet")
+                for table, path in sorted(mirror.files.items())}
+    views = folder / f"{name}.duckdb"
+    with duckdb.connect(str(views), config=QUERY_SANDBOX) as writer:
+        for schema in sorted({table.partition(".")[0] for table in mirror.files} | {"curated"}):
+            writer.execute(f"CREATE SCHEMA {schema}")      # inline by rule (docs/sql.md): the reader's own schemas
+        for table in sorted(mirror.files):
+            hidden = "_mirror_" + table.replace(".", "_")
+            writer.register(hidden, datasets[hidden])
+            # inline by rule (docs/sql.md): a view over the registered dataset; `table` is a checked identifier
+            writer.execute(f"CREATE VIEW {table} AS SELECT * FROM {hidden}")
+    con = duckdb.connect(str(views), read_only=True, config={**QUERY_SANDBOX, **(config or {})})
+    for hidden, dataset in datasets.items():
+        con.register(hidden, dataset)
     con.execute("SET lock_configuration = true")   # inline by rule (docs/sql.md): a connection setting
     return con
 
 
-def open_for_query(db_path: Path, parquet_dir: Path) -> tuple[duckdb.DuckDBPyConnection, str]:
-    """The connection for ad-hoc SQL (`caseforge sql`, `quality`, `status`): read-only on the warehouse,
-    or, while a run holds the file, an in-memory reader over this warehouse's own Parquet mirror (a note
-    on stderr says so and how old it is). Either way sandboxed (QUERY_SANDBOX, locked): nothing outside
-    the warehouse and its mirror can be read or written, nothing attached, installed or loaded.
-    Returns the connection and "warehouse" or "parquet"."""
+@dataclass(frozen=True)
+class QueryBounds:
+    """What an ad-hoc query may use (Settings.query_*): seconds per statement (0: no limit), DuckDB's memory
+    limit, the most it may spill, and where (a folder of its own under temp_root, removed at the end)."""
+
+    timeout_s: float
+    memory_limit: str
+    temp_limit: str
+    temp_root: Path
+
+    @classmethod
+    def of(cls, settings: Settings | None = None) -> "QueryBounds":
+        settings = settings or Settings()
+        return cls(settings.query_timeout_s, settings.query_memory_limit or default_memory_limit(),
+                   settings.query_temp_limit, Path(settings.query_temp_dir or tempfile.gettempdir()))
+
+    def duckdb_config(self, temp_dir: Path) -> dict:
+        return {"memory_limit": self.memory_limit, "max_temp_directory_size": self.temp_limit,
+                "temp_directory": str(temp_dir)}
+
+
+def default_memory_limit() -> str:
+    """A quarter of this machine's memory (or of its cgroup's limit): DuckDB's own default is 80%, which
+    leaves a running pipeline little."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     try:
-        return connect(db_path, read_only=True, config={**QUERY_SANDBOX, "lock_configuration": True}), "warehouse"
-    except WarehouseBusy as busy:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        total = min(total, int(limit)) if limit.isdigit() else total
+    except OSError:
+        pass
+    return f"{max(64, total // 4 // 1_000_000)}MB"
+
+
+QUERY_FOLDER_PREFIX = "caseforge-query-"
+
+
+def _remove_orphaned_query_folders(root: Path) -> None:
+    """Temporary folders of queries whose process is gone (killed: a spill can be gigabytes)."""
+    for folder in root.glob(f"{QUERY_FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(QUERY_FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
         try:
-            mirror = find_mirror(Path(db_path), Path(parquet_dir))
-        except ValueError as reason:
-            raise WarehouseBusy(f"{busy}; {reason}") from busy
-        con = open_mirror(mirror)
-        print(mirror.note(Path(db_path)), file=sys.stderr)
-        return con, "parquet"
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass                             # alive, another user's
+
+
+class QueryConnection:
+    """open_for_query's connection: a DuckDB connection (every attribute passes through) whose statements a
+    watchdog thread stops, with DuckDB's interrupt(), when they run longer than `timeout_s`, or, on the
+    warehouse file, as soon as a run waits for the file (writer_waiting): the query stops and says so
+    (QueryStopped) instead of the run failing. Closing it removes its temporary folder."""
+
+    POLL_S = 0.2
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, mode: str, db_path: Path, bounds: QueryBounds,
+                 workdir: Path):
+        self._con, self.mode, self.db_path, self.bounds, self._workdir = con, mode, Path(db_path), bounds, workdir
+        self.timeout_s = bounds.timeout_s
+        self._running: tuple[int, float] | None = None      # (statement number, started) while one runs
+        self._statements = 0
+        self._stopped: dict[int, str] = {}
+        self._closed = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="caseforge-query-watchdog", daemon=True)
+        self._watchdog.start()
+        self._remove_workdir = weakref.finalize(self, shutil.rmtree, workdir, True)   # at exit, if never closed
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def __enter__(self) -> "QueryConnection":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _yield_reason(self) -> str | None:
+        if self.mode != "warehouse":
+            return None                      # the mirror holds no lock on the file
+        waiting = writer_waiting(self.db_path)
+        if waiting is None:
+            return None
+        who = f"PID {waiting.get('pid')}" + (f", {waiting['command']}" if waiting.get("command") else "")
+        return (f"query stopped: a run needs the warehouse ({who}) and is waiting to write {self.db_path}; "
+                "ask again when it is done (meanwhile queries answer from the Parquet mirror)")
+
+    def _timeout_reason(self) -> str:
+        return (f"query stopped after {self.timeout_s:g} s, its statement timeout (--timeout S on `caseforge sql`, "
+                "or CASEFORGE_QUERY_TIMEOUT_S; 0 for none)")
+
+    def _watch(self) -> None:
+        while not self._closed.wait(self.POLL_S):
+            running = self._running
+            if running is None:
+                continue
+            number, started = running
+            reason = self._yield_reason()
+            if reason is None and self.timeout_s and time.monotonic() - started >= self.timeout_s:
+                reason = self._timeout_reason()
+            if reason and self._running == running:
+                self._stopped[number] = reason
+                try:
+                    self._con.interrupt()
+                except duckdb.Error:
+                    return                   # closed meanwhile
+
+    def execute(self, *args, **kwargs):
+        reason = self._yield_reason()
+        if reason:
+            raise QueryStopped(reason)
+        self._statements += 1
+        number = self._statements
+        self._running = (number, time.monotonic())
+        try:
+            return self._con.execute(*args, **kwargs)
+        except duckdb.InterruptException as exc:
+            raise QueryStopped(self._stopped.get(number, "query interrupted")) from exc
+        except duckdb.OutOfMemoryException as exc:
+            first = " ".join(str(exc).split("\n\n")[0].split())
+            raise QueryStopped(f"query stopped: it needs more than its memory limit of {self.bounds.memory_limit} "
+                               f"and temporary spill of {self.bounds.temp_limit} under {self.bounds.temp_root} "
+                               f"(CASEFORGE_QUERY_MEMORY_LIMIT, CASEFORGE_QUERY_TEMP_LIMIT, "
+                               f"CASEFORGE_QUERY_TEMP_DIR): {first}") from exc
+        finally:
+            self._running = None
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self._con.close()
+        finally:
+            self._remove_workdir()
+
+
+def open_for_query(db_path: Path, parquet_dir: Path, bounds: QueryBounds | None = None
+                   ) -> tuple[QueryConnection, str]:
+    """The connection for ad-hoc SQL (`caseforge sql`, `quality`, `status`): read-only on the warehouse,
+    or, while a run holds the file (or waits for it), a read-only reader over this warehouse's own Parquet
+    mirror (a note on stderr says so and how old it is). Either way sandboxed (QUERY_SANDBOX, locked):
+    nothing outside the warehouse and its mirror can be read or written, nothing created, attached,
+    installed or loaded; and bounded (QueryBounds: statement timeout, memory, temporary spill). A corrupt
+    warehouse or one made by a newer caseforge is an error, never answered from the mirror.
+    Returns the connection and "warehouse" or "parquet"."""
+    bounds = bounds or QueryBounds.of()
+    bounds.temp_root.mkdir(parents=True, exist_ok=True)
+    _remove_orphaned_query_folders(bounds.temp_root)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{QUERY_FOLDER_PREFIX}{os.getpid()}-", dir=bounds.temp_root))
+    config = {**QUERY_SANDBOX, **bounds.duckdb_config(workdir / "spill")}
+    try:
+        try:
+            waiting = writer_waiting(db_path)
+            if waiting:                      # a run waits for the file: do not take it from under it
+                raise WarehouseBusy(f"{db_path} is busy: a run (PID {waiting.get('pid')}) is waiting to write it")
+            con, mode = connect(db_path, read_only=True, config={**config, "lock_configuration": True}), "warehouse"
+        except WarehouseBusy as busy:
+            try:
+                mirror = find_mirror(Path(db_path), Path(parquet_dir))
+            except ValueError as reason:
+                raise WarehouseBusy(f"{busy}; {reason}") from busy
+            con, mode = open_mirror(mirror, workdir, Path(db_path).stem, config), "parquet"
+            print(mirror.note(Path(db_path)), file=sys.stderr)
+        return QueryConnection(con, mode, Path(db_path), bounds, workdir), mode
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -18,7 +18,7 @@ VERBS = (ingest, build, evaluate, audit, export, run, sql, status, llm, server)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="caseforge", description="Legal benchmark datasets from court sources.")
+    parser = common.ArgumentParser(prog="caseforge", description="Legal benchmark datasets from court sources.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--debug", action="store_true",
                         help="print the Python traceback of an error (and Prefect's) besides its one-line reason")
@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("caseforge: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                     # `caseforge status | head`: the reader has what it wanted
+        common.quiet_stdout()
+        return 141                              # what a shell reports for a command ended by SIGPIPE
     except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
         if args.debug:
             traceback.print_exc(file=sys.stderr)

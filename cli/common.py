@@ -6,15 +6,20 @@ import contextlib
 import csv
 import datetime as dt
 import decimal
+import difflib
 import inspect
 import json
 import logging
+import os
+import re
 import sys
+from typing import Iterable
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments",
-           "flows_session", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks"]
+__all__ = ["ArgumentParser", "CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option",
+           "flow_arguments", "flow_report", "flows_session", "is_ordinary", "jsonable", "one_line", "print_rows",
+           "run_flow", "terminal_tracebacks", "unknown_value"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
@@ -25,6 +30,46 @@ class CommandError(CommandFailed):
     any other error, where a run that failed or quarantined data exits 1."""
 
     exit_code = 2
+
+
+def did_you_mean(value: str, known: Iterable[str]) -> str:
+    """'; did you mean X?' for the known name closest to a mistyped `value` ('' when none is close)."""
+    close = difflib.get_close_matches(value, sorted(set(known)), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def unknown_value(kind: str, value: str, known: Iterable[str]) -> CommandError:
+    """The error for a name the command does not know (a table, a step): exit 2, the closest known name, and
+    the known names."""
+    names = sorted(set(known))
+    listed = ", ".join(names[:15]) + (f" and {len(names) - 15} more" if len(names) > 15 else "")
+    return CommandError([f"unknown {kind} {value!r}{did_you_mean(value, names)} (known: {listed or 'none'})"])
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line (exit 2), with a did-you-mean for a mistyped choice or
+    subcommand; `--help` shows the usage."""
+
+    _INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'[^']*'|\S+) \(choose from (?P<choices>.*)\)")
+
+    def error(self, message: str):
+        found = self._INVALID_CHOICE.search(message)
+        if found:
+            choices = [c.strip().strip("'") for c in found["choices"].split(",")]
+            message += did_you_mean(found["value"].strip("'"), choices)
+        self.exit(2, f"caseforge: {message} (see `{self.prog} --help`)\n")
+
+
+def quiet_stdout() -> None:
+    """After a broken pipe: stdout goes to /dev/null, so the interpreter's last flush at exit finds no closed
+    pipe to complain about ("Exception ignored ... BrokenPipeError")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return                                  # not a real file (in-process callers, tests)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +95,35 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, (FileNotFoundError, ValueError, RuntimeError)) and text:
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def is_ordinary(exc: BaseException) -> bool:
+    """Whether an exception that ended a flow is an ordinary condition (a missing or unwritable file, a busy,
+    corrupt or newer warehouse, a bad value, a replay file without the answer): one line, exit 2. Anything
+    else is the program breaking: "crashed"."""
+    import duckdb
+
+    from caseforge.llm.backends.replay import ReplayMiss
+    from caseforge.warehouse import WarehouseError
+
+    return isinstance(exc, (OSError, ValueError, WarehouseError, CommandFailed, ReplayMiss, duckdb.IOException))
+
+
+class _NoExceptionRecords(logging.Filter):
+    """Drops, from the terminal only, Prefect's records of the exception that ended a flow or task run
+    ("Encountered exception during execution: ...", "Finished in state Failed('... encountered an
+    exception ...')"): the command says it once, in its own line. Prefect's run log keeps them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+            return True
+        if record.exc_info:
+            return False
+        message = record.getMessage()
+        return not (message.startswith("Finished in state Failed(") and "encountered an exception" in message)
+
+
+_QUIET = _NoExceptionRecords()
 
 
 class _WithoutTraceback(logging.Formatter):
@@ -85,6 +159,10 @@ def terminal_tracebacks(show: bool) -> None:
                 handler.setFormatter(current.inner)
             elif not show and not isinstance(current, _WithoutTraceback):
                 handler.setFormatter(_WithoutTraceback(current or logging.Formatter()))
+            if show:
+                handler.removeFilter(_QUIET)
+            elif _QUIET not in handler.filters:
+                handler.addFilter(_QUIET)
 
 
 def flow_arguments(flow, args: argparse.Namespace) -> dict:
@@ -111,15 +189,10 @@ def flows_session():
 def run_flow(flow, **kwargs) -> dict:
     """Run `flow` locally; print its counters; return its report. CommandFailed (one line per problem)
     when it failed, quarantined data or crashed."""
-    from caseforge.flows.common import FlowCrashed, report_of
-
     with flows_session():
         state = flow(**kwargs, return_state=True)
     sys.stdout.flush()
-    try:
-        report = report_of(state)
-    except FlowCrashed as exc:
-        raise CommandFailed([f"{flow.name} crashed: {exc}"]) from exc
+    report = flow_report(flow.name, state)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
     print(f"{report['name']} (run {report['run_id']}): {counts}")
     if not state.is_completed():
@@ -129,6 +202,19 @@ def run_flow(flow, **kwargs) -> dict:
             reasons = reasons[:MAX_REASONS_PRINTED] + [f"…and {extra} more (see `caseforge sql` on ops.quarantine)"]
         report["problems"] = reasons
     return report
+
+
+def flow_report(name: str, state) -> dict:
+    """The report a flow's final state carries. A flow ended by an exception instead: an ordinary one
+    (is_ordinary) is its reason in one line (exit 2); anything else "<flow> crashed" (exit 1)."""
+    from caseforge.flows.common import FlowCrashed, report_of
+
+    try:
+        return report_of(state)
+    except FlowCrashed as exc:
+        if exc.error is not None and is_ordinary(exc.error):
+            raise CommandError([one_line(exc.error)]) from exc.error
+        raise CommandFailed([f"{name} crashed: {exc} (--debug shows the traceback)"]) from exc
 
 
 def finish(report: dict) -> int:

@@ -3,8 +3,6 @@ into DIR; one subcommand per release in caseforge.flows.registry.RELEASES."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from caseforge.cli.common import CommandError, add_db_option
 from caseforge.flows import registry
 
@@ -14,18 +12,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     releases = parser.add_subparsers(dest="dataset", required=True, metavar="DATASET")
     for name, release in registry.RELEASES.items():
         one = releases.add_parser(name, help=release.description)
-        one.add_argument("--out", required=True, help="the release folder to write (replaced as a whole)")
+        one.add_argument("--out", required=True,
+                         help="the release folder to write: a new or empty folder, or an earlier release of this "
+                              "dataset, which is replaced as a whole (anything else is refused)")
         add_db_option(one)
         one.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from caseforge.config import settings as load_settings
+    from caseforge.outputs import check_output_path
+    from caseforge.release.writer import prepare_release_folder
     from caseforge.warehouse import open_warehouse
 
-    with open_warehouse(load_settings(args.db).db_path, read_only=True) as con:
+    settings = load_settings(args.db)
+    # refused before anything is read (caseforge.outputs): the warehouse's own files, a symbolic link, a
+    # folder holding anything but this dataset's earlier release
+    out = check_output_path(args.out, settings, f"the {args.dataset} release", replaced=True)
+    prepare_release_folder(out, args.dataset)
+    with open_warehouse(settings.db_path, read_only=True) as con:
         try:
-            release = registry.RELEASES[args.dataset].write(con, Path(args.out))
+            release = registry.RELEASES[args.dataset].write(con, out)
         except OSError as exc:
             raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
                                  f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc

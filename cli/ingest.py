@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from caseforge.cli.common import CommandFailed, add_db_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import CommandError, add_db_option, finish, flow_arguments, run_flow
 from caseforge.flows import registry
 
 
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     source = registry.SOURCES[args.source]
     if args.source == "cn" and not (args.from_dir or args.doc_ids):
-        raise CommandFailed(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV); "
+        raise CommandError(["cn: --from-dir DIR is required (a folder of judgment dumps: JSONL/JSON/CSV); "
                              "or --doc-ids FILE with CASEFORGE_WENSHU_COOKIES set for the site's API"])
     if args.source == "guides":
         args.guide_ids = [g.strip() for g in args.guides.split(",") if g.strip()] if args.guides else None

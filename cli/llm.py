@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import importlib.util
 import sys
-from pathlib import Path
 
-from caseforge.cli.common import CommandFailed, add_db_option, print_rows
+from caseforge.cli.common import CommandFailed, add_db_option, print_rows, unknown_value
 from caseforge.config import settings as load_settings
 from caseforge.llm.backends import REGISTRY
 from caseforge import settings_file
@@ -17,11 +17,12 @@ from caseforge.llm.types import LLMRequest, SamplingParams
 _NEEDS = {"replay": None, "openai": "httpx", "llamacpp": "llama_cpp", "vllm": "vllm"}
 
 
-def _add_choice_options(parser: argparse.ArgumentParser) -> None:
+def _add_choice_options(parser: argparse.ArgumentParser, role_default: str | None = "generator") -> None:
     parser.add_argument("--llm", dest="backend", choices=sorted(REGISTRY), help="backend (default: configured)")
     parser.add_argument("--model", help="model name (default: configured)")
     parser.add_argument("--step", help="use this step's configured choice, e.g. casefacts.factuality")
-    parser.add_argument("--role", choices=ROLES, default="generator", help="the role to show or use (default generator)")
+    parser.add_argument("--role", choices=ROLES, default=role_default,
+                        help=f"the role to use (default {role_default})" if role_default else "only this role's rows")
     parser.add_argument("--replay-file", help="JSONL replay file (replay backend)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (openai backend), e.g. http://127.0.0.1:8000/v1")
 
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = group.add_subparsers(dest="llm_command", required=True)
 
     models = commands.add_parser("models", help="which backend and model each step uses")
-    _add_choice_options(models)
+    _add_choice_options(models, role_default=None)
     models.set_defaults(handler=run_models)
 
     ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
@@ -52,7 +53,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(handler=run_export_replay)
 
 
+def known_steps(con=None) -> list[str]:
+    """The LLM steps the pipelines name (a pattern such as aquaechr-question-* for a family of steps), and
+    those in the cache of `con`."""
+    from caseforge.flows import registry
+    from caseforge.warehouse import run_sql
+
+    steps = {step for entry in registry.llm_steps().values() for step in entry}
+    if con is not None:
+        steps |= {row[0] for row in run_sql(con, "llm/cached_steps.sql").fetchall()}
+    return sorted(steps)
+
+
+def check_step(step: str | None, con=None) -> None:
+    """A step no pipeline names and the cache does not hold is a typo: exit 2 with the closest name."""
+    if step is None:
+        return
+    known = known_steps(con)
+    if not any(fnmatch.fnmatchcase(step, pattern) for pattern in known):
+        raise unknown_value("LLM step", step, known)
+
+
 def _choice(args):
+    check_step(args.step)
     return llm_choice(step=args.step, role=args.role, backend=args.backend, model=args.model,
                       replay_file=args.replay_file, base_url=getattr(args, "base_url", None))
 
@@ -61,6 +84,7 @@ def run_models(args: argparse.Namespace) -> int:
     """Each role's choice, then each configured step's, then the pipelines' steps and their roles."""
     from caseforge.flows import registry
 
+    check_step(args.step)
     rows = []
     for role in ROLES:
         try:
@@ -76,6 +100,8 @@ def run_models(args: argparse.Namespace) -> int:
                 rows.append((step, role, choice.backend, choice.model, choice.family, _options(choice)))
             except ValueError as exc:
                 rows.append((step, role, args.backend or "-", "-", "-", str(exc)))
+    rows = [row for row in rows if (args.role is None or row[1] == args.role)
+            and (args.step is None or row[0] in ("(any)", args.step) or fnmatch.fnmatchcase(args.step, row[0]))]
     print_rows(["step", "role", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
     found = settings_file.user_file()
     print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}")
@@ -113,6 +139,7 @@ def run_stats(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
     con = connect(settings.db_path, read_only=True)
     try:
+        check_step(args.step, con)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
@@ -123,15 +150,21 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_export_replay(args: argparse.Namespace) -> int:
-    from caseforge.llm.backends.replay import export_replay
+    from caseforge.llm.backends.replay import export_replay, not_a_replay_file
+    from caseforge.outputs import check_output_path, check_replaceable_file
     from caseforge.warehouse import connect
     settings = load_settings(args.db)
+    # refused before anything is read (caseforge.outputs): the warehouse's own files, a file that is not a replay file
+    out = check_output_path(args.out, settings, "the replay file", replaced=True)
+    check_replaceable_file(out, not_a_replay_file, "the replay file")
     con = connect(settings.db_path, read_only=True)
     try:
-        written = export_replay(con, Path(args.out), step=args.step)
+        check_step(args.step, con)
+        written = export_replay(con, out, step=args.step)
     finally:
         con.close()
-    print(f"wrote {written} replay record(s) to {args.out}")
     if written == 0:
-        raise CommandFailed([f"no cached answers{' for step ' + args.step if args.step else ''} to export"])
+        raise CommandFailed([f"no cached answers{' for step ' + args.step if args.step else ''} to export; "
+                             f"{args.out} not written"])
+    print(f"wrote {written} replay record(s) to {args.out}")
     return 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from caseforge.cli.common import CommandFailed, add_db_option, add_retry_failed_option, flows_session
+from caseforge.cli.common import (CommandFailed, add_db_option, add_retry_failed_option, flow_report, flows_session,
+                                  unknown_value)
+from caseforge.flows import registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,19 +26,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_nightly_command(args: argparse.Namespace) -> int:
-    from caseforge.flows.common import FlowCrashed, report_of
     from caseforge.flows.nightly import nightly_refresh
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    for name in sources or ():
+        if name not in registry.SOURCES:
+            raise unknown_value("source", name, registry.SOURCES)
     with flows_session():
         state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
                                 release_dir=args.release_dir, sources=sources, force=args.force,
                                 return_state=True)
     sys.stdout.flush()
-    try:
-        data = report_of(state)
-    except FlowCrashed as exc:
-        raise CommandFailed([f"nightly flow crashed: {exc}"]) from exc
+    data = flow_report("nightly flow", state)
     for row in data["stages"]:
         print(f"{row['stage']:8} {row['name']:14} {row['status']:11} fetched={row['fetched']} "
               f"new_payloads={row['new_payloads']} new={row['new']} changed={row['changed']} "

@@ -3,25 +3,33 @@ one statement per call, on caseforge.warehouse.open_for_query's sandboxed connec
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import duckdb
 
 from caseforge.cli.common import CommandError, add_db_option, one_line, print_rows
 from caseforge.config import settings as load_settings
-from caseforge.warehouse import MIRRORED_OPS_TABLES, open_for_query
+from caseforge.warehouse import MIRRORED_OPS_TABLES, QueryBounds, open_for_query
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     sql = sub.add_parser("sql", help="run one read-only SQL statement against the warehouse")
     sql.add_argument("query", help='e.g. "SELECT name, decided_date FROM curated.scotus_cases LIMIT 5"')
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    sql.add_argument("--timeout", type=float, metavar="S",
+                     help="stop the statement after S seconds (default: $CASEFORGE_QUERY_TIMEOUT_S or 60; 0: never)")
     add_db_option(sql)
     sql.set_defaults(handler=run_sql_command)
 
 
 def run_sql_command(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
-    con, mode = open_for_query(settings.db_path, settings.parquet_dir)
+    bounds = QueryBounds.of(settings)
+    if args.timeout is not None:
+        if args.timeout < 0:
+            raise CommandError([f"--timeout must be 0 (no limit) or more seconds, not {args.timeout:g}"])
+        bounds = dataclasses.replace(bounds, timeout_s=args.timeout)
+    con, mode = open_for_query(settings.db_path, settings.parquet_dir, bounds)
     try:
         # DuckDB's own parser counts the statements: several in one call run none (which result would
         # be shown, and which of the others ran, is not something a reader should have to guess)
@@ -44,7 +52,8 @@ def run_sql_command(args: argparse.Namespace) -> int:
         if cursor.description is None:
             return 0
         columns = [d[0] for d in cursor.description]
-        print_rows(columns, cursor.fetchall(), args.format)
+        rows = cursor.fetchall()
     finally:
-        con.close()
+        con.close()             # before printing: a slow reader of the output must not hold the file
+    print_rows(columns, rows, args.format)
     return 0

@@ -7,10 +7,11 @@ import sys
 
 import duckdb
 
-from caseforge.cli.common import add_db_option, jsonable, print_rows
+from caseforge.cli.common import add_db_option, jsonable, print_rows, unknown_value
+from caseforge.config import EXPECTATIONS_DIR
 from caseforge.config import settings as load_settings
 from caseforge.runs import interrupted_runs, mark_interrupted_runs
-from caseforge.warehouse import WarehouseBusy, connect, open_for_query, run_sql, sql_text
+from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql, sql_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,8 +58,8 @@ def _record_interrupted(db_path) -> None:
     """Write down what status found: runs whose process is gone become `interrupted` in ops.runs too.
     Best effort: when a run holds the file (or it cannot be written) the next run's start does it."""
     try:
-        con = connect(db_path)
-    except (WarehouseBusy, duckdb.Error, OSError):
+        con = connect(db_path, busy_wait_s=0)
+    except (WarehouseError, duckdb.Error, OSError):
         return
     try:
         mark_interrupted_runs(con)
@@ -93,11 +94,23 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gated_table(con, name: str) -> str:
+    """The table `quality TABLE` means (`curated.` may be written or not); a table no quality gate checks is a
+    typo: exit 2 with the closest name."""
+    known = {path.stem for path in EXPECTATIONS_DIR.glob("*.json")}
+    known |= {row[0] for row in run_sql(con, "ops/quality_tables.sql").fetchall()}
+    table = name.removeprefix("curated.")
+    if table not in known:
+        raise unknown_value("table", name, known)
+    return table
+
+
 def run_quality(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
     con, _ = open_for_query(settings.db_path, settings.parquet_dir)
     try:
-        cursor = con.execute(sql_text("ops/latest_quality.sql"), [args.table, args.table])
+        table = _gated_table(con, args.table) if args.table else None
+        cursor = con.execute(sql_text("ops/latest_quality.sql"), [table, table])
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
     finally:

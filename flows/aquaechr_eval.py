@@ -7,6 +7,7 @@ from prefect import flow
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
 from caseforge.flows.common import as_tasks, final_state
+from caseforge.outputs import check_output_folders
 from caseforge.tasks.aquaechr.eval import run
 
 PREFECT_STEPS = as_tasks(run.Steps(), "aquaechr-eval")
@@ -21,9 +22,11 @@ def aquaechr_eval(system: str, llm: str | None = None, model: str | None = None,
                   index_dir: str | None = None, dense_model: str | None = None, out_dir: str | None = None):
     """Run `system` with `model` on the items and score it; the final state's data carries the evaluation
     run id (results.eval_run_id)."""
+    settings = load_settings(db)
+    check_output_folders(settings, "the evaluation's files", out_dir=out_dir, index_dir=index_dir)
     options = run.Options(system, llm, model, replay_file, items_file, names_file, nli, nli_model, k, retriever,
                           max_rounds, limit, bertscore_model, no_bertscore, index_dir, dense_model, out_dir)
-    report = run.evaluate(load_settings(db), options, steps=PREFECT_STEPS)
+    report = run.evaluate(settings, options, steps=PREFECT_STEPS)
     publish_report(report, "aquaechr-eval", f"AQuAECHR eval {system}")
     return final_state(report)
 

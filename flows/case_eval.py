@@ -6,6 +6,7 @@ from prefect import flow
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
 from caseforge.flows.common import as_tasks, final_state
+from caseforge.outputs import check_output_folders
 from caseforge.tasks.case.eval import run
 
 PREFECT_STEPS = as_tasks(run.Steps(), "case-eval")
@@ -18,8 +19,10 @@ def case_eval(system: str, llm: str | None = None, model: str | None = None, db:
               out_dir: str | None = None):
     """Answer the Bar Exam questions with `system` (CASE: advocates + seeded 3-of-5 persona jury) and score
     accuracy; the final state's data carries the evaluation run id (results.eval_run_id)."""
+    settings = load_settings(db)
+    check_output_folders(settings, "the evaluation's files", out_dir=out_dir, index_dir=index_dir)
     options = run.Options(system, llm, model, k, limit, replay_file, retriever, max_rounds, seed, index_dir, mu,
                           rrf_k, dense_model, out_dir)
-    report = run.evaluate(load_settings(db), options, steps=PREFECT_STEPS)
+    report = run.evaluate(settings, options, steps=PREFECT_STEPS)
     publish_report(report, "case-eval", f"Bar Exam eval {system}")
     return final_state(report)

@@ -6,6 +6,7 @@ from prefect import flow
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
 from caseforge.flows.common import as_tasks, final_state
+from caseforge.outputs import check_output_folders
 from caseforge.tasks.casefacts.eval import run
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD
 
@@ -22,10 +23,12 @@ def casefacts_eval(claims: str, system: str, db: str | None = None, k: int = 10,
                    fusion_weights: list[float] | None = None, tune_on: str | None = None):
     """Score `system` on the claims file: retrieval recall, Evidence/Verdict metrics, per class; the final
     state's data carries the evaluation run id (results.eval_run_id)."""
+    settings = load_settings(db)
+    check_output_folders(settings, "the evaluation's files", out_dir=out_dir, index_dir=index_dir)
     options = run.Options(claims, system, k, missing_gold, limit, index_dir, mu, rrf_k, dense_model, fuzzy_threshold,
                           llm, model, replay_file, retriever, max_rounds, seed, out_dir, gold_rule=gold_rule,
                           stemmer=None if stemmer in (None, "none") else stemmer, fusion=fusion,
                           fusion_weights=tuple(fusion_weights) if fusion_weights else None, tune_on=tune_on)
-    report = run.evaluate(load_settings(db), options, steps=PREFECT_STEPS)
+    report = run.evaluate(settings, options, steps=PREFECT_STEPS)
     publish_report(report, "casefacts-eval", f"CaseFacts eval {system}")
     return final_state(report)

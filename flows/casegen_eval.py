@@ -7,6 +7,7 @@ from prefect import flow
 from caseforge.artifacts import publish_markdown, publish_report
 from caseforge.config import settings as load_settings
 from caseforge.flows.common import as_tasks, final_state
+from caseforge.outputs import check_output_folders
 from caseforge.tasks.casegen.eval import pipeline
 
 PREFECT_STEPS = as_tasks(pipeline.EvalSteps(), "casegen")
@@ -23,10 +24,12 @@ def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: st
                  plots: bool = True):
     """Generate (temperature 0, input cut from the middle), judge, score and report CaseGen items; the final
     state's data carries the evaluation run of each model (results.eval_run_ids: model → run id)."""
+    settings = load_settings(db)
+    check_output_folders(settings, "the evaluation's files", out_dir=out_dir)
     params = pipeline.make_params(models, llm, judge_model, judge_llm, replay_file, judge_replay_file, task, limit,
                                   max_input_chars, max_input_tokens, tokenizer, max_new_tokens, bert_model,
                                   human_scores, out_dir, allow_same_family, skip_judge, plots)
-    report, result = pipeline.run_eval(load_settings(db), params, steps=PREFECT_STEPS)
+    report, result = pipeline.run_eval(settings, params, steps=PREFECT_STEPS)
     if result.get("markdown"):
         publish_markdown("casegen-leaderboard", "## CaseGen leaderboard\n\n" + result["markdown"])
     publish_report(report, "casegen-eval", "CaseGen evaluation")

@@ -143,7 +143,11 @@ def final_state(report: StageReport):
 
 
 class FlowCrashed(RuntimeError):
-    """A flow ended without a report: an exception escaped it."""
+    """A flow ended without a report: an exception escaped it (`error`, when the state carries it)."""
+
+    def __init__(self, message: str, error: BaseException | None = None):
+        super().__init__(message)
+        self.error = error
 
 
 def report_of(state) -> dict:
@@ -152,7 +156,7 @@ def report_of(state) -> dict:
     if isinstance(data, RunFailed):
         data = data.report
     if isinstance(data, BaseException):
-        raise FlowCrashed(f"{type(data).__name__}: {data}")
+        raise FlowCrashed(f"{type(data).__name__}: {data}", data)
     if not isinstance(data, dict):
         raise FlowCrashed(f"flow ended {state.type.value.lower()} without a report: {state.message or data!r}")
     return data

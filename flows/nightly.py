@@ -31,6 +31,7 @@ from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
 from caseforge.flows import registry
 from caseforge.flows.common import FlowCrashed, RunFailed, failed_state
+from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.runs import StageReport, finish_run, start_run
 from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
@@ -242,7 +243,9 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     samples_dir = Path(options.samples_dir or settings.samples_dir)
     if options.from_samples and not samples_dir.is_dir():
         raise FileNotFoundError(f"samples folder {samples_dir} does not exist (set CASEFORGE_SAMPLES or --samples)")
-    release_dir = Path(options.release_dir or settings.release_dir)
+    release_dir = check_output_path(options.release_dir or settings.release_dir, settings, "the nightly's releases")
+    for name in releases:          # each replaced as a whole: refused now, not after a night of work
+        check_output_path(release_dir / name, settings, f"the {name} release", replaced=True)
     names = options.sources if options.sources is not None else sorted(sources)
     unknown = sorted(set(names) - set(sources))
     if unknown:

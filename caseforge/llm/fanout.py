@@ -41,10 +41,12 @@ from pydantic import BaseModel
 
 from caseforge import settings_file
 from caseforge.artifacts import publish_table
+from caseforge.config import settings as load_settings
 from caseforge.llm.jobs import cached_identities
 from caseforge.llm.shards import (ShardFiles, merge_shard, read_heartbeat, split_requests,
                                   write_request_file)
 from caseforge.llm.types import LLMRequest
+from caseforge.outputs import check_output_path
 from caseforge.warehouse import sql_text
 
 log = logging.getLogger(__name__)
@@ -200,6 +202,8 @@ def shard_folder(con: duckdb.DuckDBPyConnection, settings: FanoutSettings, step:
     database = con.execute(sql_text("llm/database_path.sql")).fetchone()[0]
     if settings.shard_dir:
         root = Path(settings.shard_dir)
+        if database:          # never inside the warehouse's own files (caseforge.outputs)
+            check_output_path(root, load_settings(database), "the LLM shards ([fanout] shard_dir)")
     elif database:
         root = Path(database).resolve().parent / "llm-shards"
     else:

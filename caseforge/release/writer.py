@@ -8,8 +8,7 @@ import decimal
 import hashlib
 import json
 import math
-import shutil
-import uuid
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from caseforge.outputs import prepare_folder, staged_folder
 from caseforge.release.card import render_card
 from caseforge.release.content import ReleaseContent
 from caseforge.release.croissant import croissant
@@ -131,15 +131,10 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         configured = release_settings()
         fresh_after = configured["fresh_after"] if fresh_after is None else fresh_after
         fresh_months = configured["fresh_months"] if fresh_months is None else fresh_months
-    final = Path(folder).resolve()
-    if final.exists() and not final.is_dir():
-        raise ValueError(f"release folder {final} exists and is not a folder")
+    final = prepare_release_folder(folder, dataset)
     previous = _previous_release(final)
-    out_dir = final.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = out_dir / f".{final.name}.{uuid.uuid4().hex}.tmp"
-    (staging / "data").mkdir(parents=True)
-    try:
+    with staged_folder(final) as staging:
+        (staging / "data").mkdir()
         ordered = {name: canonical_order(frame) for name, frame in sorted(tables.items())}
         arrow = {name: _arrow(frame) for name, frame in ordered.items()}
         files: dict[str, str] = {}
@@ -180,17 +175,38 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         files = {p.relative_to(staging).as_posix(): _sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
         manifest = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
         (staging / MANIFEST).write_text(manifest, encoding="utf-8", newline="\n")
-        if final.exists():
-            retired = out_dir / f".{final.name}.{uuid.uuid4().hex}.old"
-            final.rename(retired)
-            staging.rename(final)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return Release(final, files, hashlib.sha256(manifest.encode()).hexdigest())
+
+
+def not_our_release(folder: Path, dataset: str) -> str | None:
+    """Why `folder` is not a caseforge release of `dataset` that write_release may replace (None: it is one):
+    its release.json names the dataset, and it holds nothing its manifest does not list."""
+    try:
+        metadata = json.loads((folder / METADATA).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"is not a caseforge release (no {METADATA})"
+    except (OSError, ValueError):
+        return f"is not a caseforge release (its {METADATA} is not one caseforge wrote)"
+    if not isinstance(metadata, dict) or not {"dataset", "version", "data_digest"} <= set(metadata):
+        return f"is not a caseforge release (its {METADATA} is not one caseforge wrote)"
+    if metadata["dataset"] != dataset:
+        return f"is the {metadata['dataset']!r} release, not {dataset!r}"
+    try:
+        listed = set(read_manifest(folder)) | {MANIFEST}
+    except ValueError:
+        return f"has a {MANIFEST} caseforge did not write"
+    found = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    extra = sorted(rel for rel in found if rel not in listed)
+    if extra:
+        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
+        return f"is a {dataset} release with file(s) it did not write ({', '.join(extra[:3])}{more})"
+    return None
+
+
+def prepare_release_folder(folder: str | Path, dataset: str) -> Path:
+    """The folder the `dataset` release may be written to (caseforge.outputs.prepare_folder: missing, empty, or
+    a release of the same dataset with nothing added); OutputRefused (one line) otherwise."""
+    return prepare_folder(folder, lambda found: not_our_release(found, dataset), f"the {dataset} release")
 
 
 def _write_json(value, path: Path) -> None:
@@ -205,8 +221,10 @@ def read_manifest(release_dir: str | Path) -> dict[str, str]:
     if not path.exists():
         return {}
     entries = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        sha, rel = line.split("  ", 1)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        sha, separator, rel = line.partition("  ")
+        if not separator or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise ValueError(f"{path}:{number}: not a '<sha256>  <path>' line")
         entries[rel] = sha
     return entries
 

@@ -59,6 +59,9 @@ def test_missing_samples_folder_fails_and_names_it(nightly_without_samples):
     assert done.returncode != 0
     reasons = [line for line in done.stderr.splitlines() if line.startswith("caseforge: ")]
     assert len(reasons) == 1 and str(missing) in reasons[0], done.stderr[-3000:]
+    # a missing folder is an ordinary error (exit 2), not the program crashing, and it is said once
+    assert done.returncode == 2 and "crashed" not in reasons[0] and "FileNotFoundError" not in reasons[0], reasons
+    assert done.stderr.count(str(missing)) == 1, done.stderr[-3000:]
 
 
 def test_a_crashed_flow_prints_no_traceback_without_debug(nightly_without_samples):

@@ -115,3 +115,116 @@ def test_export_to_a_read_only_disk_is_one_line(warehouse, tmp_path):
     line = one_line(done.stderr)
     assert str(disk / "scotus") in line and ("Read-only file system" in line or "Permission denied" in line), line
     assert not (disk / "scotus").exists()
+
+
+# --- what a person sees (issue 26): ordinary errors are one line, never "crashed"; typos get a did-you-mean ---
+
+def test_an_unknown_quality_table_exits_2_with_a_did_you_mean(warehouse, capsys):
+    assert main(["quality", "scotus_case", "--db", str(warehouse)]) == 2
+    out, err = capsys.readouterr()
+    line = one_line(err)
+    assert out == "" and "scotus_case" in line and "did you mean scotus_cases?" in line, line
+
+
+def test_quality_takes_a_table_named_with_its_schema(warehouse, capsys):
+    con = connect(warehouse)
+    con.execute("INSERT INTO ops.quality_results (run_id, table_name, suite, validated_at, success, rows_checked, "
+                "rows_failed, batch_rejected) VALUES (1, 'scotus_cases', 'scotus_cases', now(), true, 1, 0, false)")
+    con.close()
+    assert main(["quality", "curated.scotus_cases", "--format", "csv", "--db", str(warehouse)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 2 and rows[1].startswith("scotus_cases,"), rows
+
+
+def test_an_unknown_llm_step_exits_2_with_a_did_you_mean(warehouse, capsys):
+    assert main(["llm", "stats", "--step", "casefacts.factualty", "--db", str(warehouse)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "did you mean casefacts.factuality?" in one_line(err)
+
+
+def test_llm_models_shows_only_the_role_asked_for(capsys):
+    assert main(["llm", "models", "--role", "judge"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[2:next(n for n, line in enumerate(lines) if line.endswith(" rows)"))]    # the first table's rows
+    roles = {line.split(" | ")[1].strip() for line in table}
+    assert roles == {"judge"}, table
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["sql", "SELECT 1", "--format", "jsn"], "did you mean json?"),
+    (["ingest", "oyz"], "did you mean oyez?"),
+    (["llm", "models", "--role", "jduge"], "did you mean judge?"),
+])
+def test_an_invalid_choice_is_one_line_with_a_did_you_mean(capsys, argv, suggestion):
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert suggestion in one_line(capsys.readouterr().err)
+
+
+def test_a_broken_pipe_ends_quietly(warehouse):
+    con = connect(warehouse)
+    con.execute("INSERT INTO ops.runs (kind, target, started_at, status) "
+                "SELECT 'ingest', 'oyez', now(), 'succeeded' FROM range(50)")
+    con.close()
+    status = subprocess.Popen([sys.executable, "-m", "caseforge", "status", "--format", "json", "--limit", "50",
+                               "--db", str(warehouse)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    status.stdout.close()                    # `| head` that has read enough before the command writes
+    err = status.stderr.read().decode()
+    status.wait(timeout=120)
+    assert err == "" and status.returncode != 0, err
+
+
+def reasons(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("caseforge: ")]
+
+
+def test_a_missing_file_given_to_a_flow_is_one_ordinary_line(warehouse, tmp_path, capfd):
+    """Not "casefacts-eval crashed: FileNotFoundError: ...", and no Prefect record repeating it on the terminal."""
+    missing = tmp_path / "nofile.json"
+    code = main(["eval", "casefacts", "--claims", str(missing), "--system", "bm25", "--db", str(warehouse)])
+    err = capfd.readouterr().err
+    assert code == 2, err
+    [line] = reasons(err)
+    assert "crashed" not in line and "FileNotFoundError" not in line and str(missing) in line, line
+    assert "nofile.json" not in err.replace(line, ""), err          # said once, not in Prefect's records too
+
+
+def test_a_busy_warehouse_is_an_ordinary_line_naming_the_holder(warehouse, tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("CASEFORGE_BUSY_WAIT_S", "0.5")
+    (tmp_path / "barexam").mkdir()
+    (tmp_path / "barexam" / "passages_x.jsonl").write_text('{"idx": "p1", "source": "mbe", "text": "t"}\n')
+    code = "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(warehouse)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        status = main(["ingest", "barexam", "--from-dir", str(tmp_path / "barexam"), "--db", str(warehouse)])
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    err = capfd.readouterr().err
+    assert status == 2, err
+    [line] = reasons(err)
+    assert "crashed" not in line and f"PID {holder.pid}" in line and "busy" in line, line
+
+
+def test_a_program_error_still_says_crashed(warehouse, tmp_path, capfd, monkeypatch):
+    """The other side of the line: a bug (here a TypeError from inside the import) is a crash, named so."""
+    from caseforge.tasks.barexam import ingest
+
+    def broken(*args, **kwargs):
+        raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+
+    monkeypatch.setattr(ingest, "import_folder", broken)
+    (tmp_path / "barexam").mkdir()
+    code = main(["ingest", "barexam", "--from-dir", str(tmp_path / "barexam"), "--db", str(warehouse)])
+    err = capfd.readouterr().err
+    assert code != 0
+    [line] = reasons(err)
+    assert "crashed" in line and "TypeError" in line and "--debug" in line, line
+
+
+def test_an_unknown_nightly_source_exits_2_with_a_did_you_mean(capsys):
+    assert main(["run", "nightly", "--sources", "oyz,hudoc"]) == 2
+    assert "did you mean oyez?" in one_line(capsys.readouterr().err)

@@ -55,7 +55,13 @@ def test_export_replay_writes_one_record_per_call(db_path, tmp_path, capsys):
     out = tmp_path / "replay.jsonl"
     assert main(["llm", "export-replay", "--db", str(db_path), "--out", str(out), "--step", "demo/step"]) == 0
     assert len(out.read_text().splitlines()) == 3
-    assert main(["llm", "export-replay", "--db", str(db_path), "--out", str(out), "--step", "other"]) == 1
+    # a step the pipelines know, with no cached answer: nothing to export (exit 1), the file left as it was
+    before = out.read_text()
+    assert main(["llm", "export-replay", "--db", str(db_path), "--out", str(out), "--step",
+                 "casefacts.factuality"]) == 1
+    assert out.read_text() == before
+    # a step nobody knows is a typo (exit 2)
+    assert main(["llm", "export-replay", "--db", str(db_path), "--out", str(out), "--step", "other"]) == 2
 
 
 def test_ping_answers_and_reports_a_dead_endpoint(capsys):

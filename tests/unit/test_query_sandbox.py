@@ -159,3 +159,24 @@ def test_no_setting_undoes_the_sandbox(query, world, statement):
     refused(query, f"COPY (SELECT 1) TO '{target}'")
     refused(query, f"SELECT * FROM read_text('{world['secret']}')")
     assert not target.exists()
+
+
+# --- read-only means the same on the mirror (last in the module: before the fix these changed the mirror's views) ---
+
+@pytest.mark.parametrize("statement", [
+    "CREATE TABLE curated.notes (a INTEGER)",
+    "CREATE TABLE notes AS SELECT 1 AS a",
+    "DROP VIEW curated.scotus_legacy",
+    "CREATE OR REPLACE VIEW curated.scotus_legacy AS SELECT 1",
+    "ATTACH ':memory:' AS scratch",
+    "CREATE SCHEMA scratch",
+    "CREATE SEQUENCE counter",
+    "CREATE MACRO twice(x) AS 2 * x",
+])
+def test_nothing_is_created_dropped_or_attached(query, statement):
+    """What the read-only file refuses, the mirror refuses too, with the same kind of error."""
+    with pytest.raises((duckdb.InvalidInputException, duckdb.CatalogException)) as caught:
+        query.execute(statement).fetchall()
+    assert "read-only mode" in str(caught.value), str(caught.value)
+    assert query.execute("SELECT name FROM curated.scotus_legacy").fetchall() == [("A v. B",)]
+    assert query.execute("SELECT count(*) FROM duckdb_databases() WHERE NOT internal").fetchone() == (1,)

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from caseforge.llm.types import Completion, LLMRequest, identity_of
+from caseforge.outputs import replacing_file
 from caseforge.warehouse import sql_text
 
 MAX_SHOWN = 160          # characters of a differing line shown in a miss
@@ -134,12 +135,28 @@ def differences(wanted: dict, recorded: dict) -> list[str]:
     return found or ["nothing visible (same canonical request: the identity function changed?)"]
 
 
+def not_a_replay_file(path: Path) -> str | None:
+    """Why `path` is not a replay file export_replay wrote (None: it is one): its first record has no
+    identity and response."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return f"{path.name} is not a caseforge replay file (its first line is not a JSON record)"
+    if not isinstance(record, dict) or not {"identity", "response"} <= set(record):
+        return f"{path.name} is not a caseforge replay file (no identity and response in its first record)"
+    return None
+
+
 def export_replay(con: duckdb.DuckDBPyConnection, path: Path, step: str | None = None) -> int:
     """Write the cached final answer of every call (of one step, or all) as a replay file, each with
-    its whole request."""
+    its whole request; nothing is written when there is none."""
     rows = con.execute(sql_text("llm/replay_rows.sql"), {"step": step}).fetchall()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
+    if not rows:
+        return 0
+    # written whole or not at all, and only over a replay file (caseforge.outputs)
+    with replacing_file(path, not_a_replay_file, "the replay file") as out:
         for identity, model, call_step, template_id, request_json, response in rows:
             request = LLMRequest.model_validate_json(request_json)
             canonical = request.canonical(model)

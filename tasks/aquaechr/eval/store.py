@@ -9,6 +9,7 @@ import duckdb
 
 from caseforge import evalstore
 from caseforge.evalstore import ItemResult
+from caseforge.outputs import replacing_file, write_text_atomically
 from caseforge.tasks.aquaechr.eval.metrics import TABLE_METRICS
 from caseforge.tasks.aquaechr.eval.scoring import ScoredItem
 
@@ -54,7 +55,7 @@ def write_report(con: duckdb.DuckDBPyConnection, out_dir: Path) -> tuple[Path, P
     csv_path, md_path = out_dir / "aquaechr_metrics.csv", out_dir / "aquaechr_report.md"
     header = ["run_id", "system", "llm", "model", "nli", "bertscore_model", "dataset", "corpus", "n_items",
               "n_failed", "metric", "value", "note"]
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+    with replacing_file(csv_path, None, "the metrics CSV") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for run in runs.values():
@@ -75,7 +76,7 @@ def write_report(con: duckdb.DuckDBPyConnection, out_dir: Path) -> tuple[Path, P
         bert = sorted({str(r["bertscore_model"]) for r in group})
         lines += ["", f"BERTScore model: {', '.join(bert)} (greedy token matching, no idf, no rescaling; "
                   "not the paper's t5-large, so not comparable to its numbers)."] + [f"- {n}" for n in notes] + [""]
-    md_path.write_text("\n".join(lines), encoding="utf-8")
+    write_text_atomically(md_path, "\n".join(lines))
     return md_path, csv_path
 
 

@@ -12,6 +12,7 @@ from typing import Callable
 
 from caseforge.config import Settings
 from caseforge.llm.config import Backends
+from caseforge.outputs import write_text_atomically
 from caseforge.session import RunSession, run_session
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.eval import evaluate, metrics, store
@@ -136,7 +137,7 @@ def report_step(session: RunSession, params: EvalParams, run_ids: dict[str, str]
         human = evaluate.read_human_scores(Path(params.human_scores))
         agreement = evaluate.agreement_table(session.con, human, ids)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "casegen_agreement.json").write_text(json.dumps(agreement, indent=2), encoding="utf-8")
+        write_text_atomically(out_dir / "casegen_agreement.json", json.dumps(agreement, indent=2))
         for scorer, by_task in agreement.items():
             avg = by_task["average"]
             notes.append(f"agreement with people, {scorer}: Kendall {avg['kendall']:.3f}, Pearson "

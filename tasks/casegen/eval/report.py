@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from caseforge.outputs import replacing_file, write_text_atomically
 from caseforge.tasks.casegen.eval import store
 from caseforge.tasks.casegen.eval.judge import dimensions_for
 from caseforge.tasks.casegen.items import TASKS
@@ -64,8 +65,9 @@ def markdown_tables(wide: pd.DataFrame, notes: list[str]) -> str:
 def export(wide: pd.DataFrame, markdown: str, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out_dir / "casegen_leaderboard.csv", out_dir / "casegen_leaderboard.md"
-    wide.to_csv(csv_path, float_format="%.4f")
-    md_path.write_text(markdown, encoding="utf-8")
+    with replacing_file(csv_path, None, "the leaderboard CSV") as handle:
+        wide.to_csv(handle, float_format="%.4f")
+    write_text_atomically(md_path, markdown)
     return [csv_path, md_path]
 
 
@@ -93,7 +95,8 @@ def plot_score_distributions(con: duckdb.DuckDBPyConnection, run_ids: list[str],
         ax.legend(fontsize=7)
         fig.tight_layout()
         path = out_dir / f"casegen_scores_{task}.png"
-        fig.savefig(path, dpi=100)
+        with replacing_file(path, None, "a plot", binary=True) as handle:
+            fig.savefig(handle, dpi=100, format="png")
         plt.close(fig)
         paths.append(path)
     return paths
