@@ -112,13 +112,17 @@ def _megabytes(size: int) -> str:
     return f"{size / MB:.1f} MB" if size >= MB / 10 else f"{size:,} bytes"
 
 
-def size_problem(source: str, kind: str, size: int) -> str | None:
+def size_limit_text(source: str, kind: str) -> str:
+    """'the oyez case limit of 2.0 MB (set CASEFORGE_MAX_MB_OYEZ_CASE to raise it)'."""
+    return (f"the {source} {kind} limit of {_megabytes(size_limit_bytes(source, kind))} "
+            f"(set {size_limit_variable(source, kind)} to raise it)")
+
+
+def size_problem(source: str, kind: str, size: int, action: str = "not parsed") -> str | None:
     """Why an input of `size` bytes is refused before parsing, or None when it is within the limit."""
-    limit = size_limit_bytes(source, kind)
-    if size <= limit:
+    if size <= size_limit_bytes(source, kind):
         return None
-    return (f"{_megabytes(size)} is over the {source} {kind} limit of {_megabytes(limit)} "
-            f"(set {size_limit_variable(source, kind)} to raise it); not parsed")
+    return f"{_megabytes(size)} is over {size_limit_text(source, kind)}; {action}"
 
 
 def payload_origin(payload: Payload) -> str:
