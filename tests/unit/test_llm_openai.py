@@ -356,3 +356,12 @@ def test_an_outage_never_replaces_a_cached_answer(scripted_openai_server, db_pat
     result = run_job(con, "echo", down, requests_for([0, 1]), Number, retry_failed=True)
     assert result.outputs["n0"].value == 0 and "connection problem" in result.failures["n1"].reason
     assert con.execute("SELECT status FROM ops.llm_calls ORDER BY status").fetchall() == [("failed",), ("ok",)]
+
+
+@pytest.mark.parametrize("content", ["9" * 5000, '{"value": ' + "9" * 5000 + "}", "[" * 100_000, "{" * 50_000])
+def test_a_reply_the_json_reader_chokes_on_fails_its_request_instead_of_the_job(scripted_openai_server, db_path,
+                                                                                 content):
+    """A number over 4,300 digits is a ValueError, deep nesting a RecursionError: neither a JSONDecodeError."""
+    scripted_openai_server.script = lambda body, n: chat_reply(content) if number_in(body) == 1 else answer_number(body, n)
+    result = run_job(connect(db_path), "echo", backend_for(scripted_openai_server), requests_for([0, 1]), Number)
+    assert result.outputs["n0"].value == 0 and "n1" in result.failures
