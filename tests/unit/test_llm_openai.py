@@ -365,3 +365,14 @@ def test_a_reply_the_json_reader_chokes_on_fails_its_request_instead_of_the_job(
     scripted_openai_server.script = lambda body, n: chat_reply(content) if number_in(body) == 1 else answer_number(body, n)
     result = run_job(connect(db_path), "echo", backend_for(scripted_openai_server), requests_for([0, 1]), Number)
     assert result.outputs["n0"].value == 0 and "n1" in result.failures
+
+
+@pytest.mark.parametrize("status, about_the_request", [(400, True), (422, True), (401, False), (404, False)])
+def test_a_4xx_is_not_retried_and_only_one_about_the_request_is_its_answer(scripted_openai_server, status,
+                                                                           about_the_request):
+    """400/413/422: the endpoint refused this request (a prompt too long): cached as its failure. 401/403/404: a
+    wrong key, URL or model name refuses every request: asked again by the next run."""
+    scripted_openai_server.script = lambda body, n: ScriptedReply(status, {"error": "no"})
+    [completion] = backend_for(scripted_openai_server).complete_batch(requests_for([1]))
+    assert scripted_openai_server.calls == 1 and completion.error.startswith(f"HTTP {status}")
+    assert completion.answered is about_the_request and not completion.retryable
