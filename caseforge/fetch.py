@@ -73,7 +73,10 @@ Origin = tuple[str, str, int]
 
 def origin_of(url: str | httpx.URL) -> Origin | None:
     """(scheme, host, port) of an http(s) URL; None for anything else."""
-    parsed = httpx.URL(url)
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
     if parsed.scheme not in DEFAULT_PORTS or not parsed.host:
         return None
     return parsed.scheme, parsed.host, parsed.port or DEFAULT_PORTS[parsed.scheme]
