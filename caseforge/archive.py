@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -81,6 +82,7 @@ SIZE_LIMITS_MB: dict[tuple[str, str], float] = {
     ("oyez", "list"): 64,          # the /cases list of every term (~8,400 summaries)
     ("oyez", "legacy"): 64,        # the legacy justice table CSV
     ("hudoc", "body"): 32,         # one judgment body, HTML or DOCX
+    ("hudoc", "docx_part"): 64,    # one part of a DOCX body once inflated (word/document.xml of 001-175180: 0.5 MB)
     ("hudoc", "metadata"): 32,     # one query-result page or metadata file
     ("guides", "guide"): 64,       # one guide: PDF, form-feed text or page CSV
     ("cn", "dump"): 1024,          # one dump file (JSONL/JSON/CSV) or API response
@@ -94,17 +96,19 @@ def size_limit_variable(source: str, kind: str) -> str:
     return f"CASEFORGE_MAX_MB_{source.upper()}_{kind.upper()}"
 
 
+def _env_number(name: str, default: float, unit: str) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number of {unit}, got {raw!r}") from exc
+
+
 def size_limit_bytes(source: str, kind: str) -> int:
     """The limit in bytes: the environment's CASEFORGE_MAX_MB_<SOURCE>_<KIND>, else the default."""
-    name = size_limit_variable(source, kind)
-    raw = os.environ.get(name, "").strip()
-    if raw:
-        try:
-            megabytes = float(raw)
-        except ValueError as exc:
-            raise ValueError(f"{name} must be a number of megabytes, got {raw!r}") from exc
-    else:
-        megabytes = SIZE_LIMITS_MB[(source, kind)]
+    megabytes = _env_number(size_limit_variable(source, kind), SIZE_LIMITS_MB[(source, kind)], "megabytes")
     return int(round(megabytes * MB))
 
 
@@ -112,13 +116,17 @@ def _megabytes(size: int) -> str:
     return f"{size / MB:.1f} MB" if size >= MB / 10 else f"{size:,} bytes"
 
 
-def size_problem(source: str, kind: str, size: int) -> str | None:
+def size_limit_text(source: str, kind: str) -> str:
+    """'the oyez case limit of 2.0 MB (set CASEFORGE_MAX_MB_OYEZ_CASE to raise it)'."""
+    return (f"the {source} {kind} limit of {_megabytes(size_limit_bytes(source, kind))} "
+            f"(set {size_limit_variable(source, kind)} to raise it)")
+
+
+def size_problem(source: str, kind: str, size: int, action: str = "not parsed") -> str | None:
     """Why an input of `size` bytes is refused before parsing, or None when it is within the limit."""
-    limit = size_limit_bytes(source, kind)
-    if size <= limit:
+    if size <= size_limit_bytes(source, kind):
         return None
-    return (f"{_megabytes(size)} is over the {source} {kind} limit of {_megabytes(limit)} "
-            f"(set {size_limit_variable(source, kind)} to raise it); not parsed")
+    return f"{_megabytes(size)} is over {size_limit_text(source, kind)}; {action}"
 
 
 def payload_origin(payload: Payload) -> str:
@@ -130,3 +138,66 @@ def payload_origin(payload: Payload) -> str:
         if name and name not in payload.key:
             return f"{payload.key} (file {name})"
     return payload.key
+
+
+# ---- what one document may expand to once it is read: checked before and while it is parsed ----
+
+# (source, kind) -> most markup elements in one document; CASEFORGE_MAX_ELEMENTS_<SOURCE>_<KIND> (README).
+# Malyy's HTML body has 3,215 start tags, the DOCX of 001-175180 14,202 elements; a million tiny paragraphs
+# took BeautifulSoup 95 s here (over 500 s and 1.7 GB on a loaded machine).
+ELEMENT_LIMITS: dict[tuple[str, str], int] = {
+    ("hudoc", "body"): 200_000,
+}
+# (source, kind) -> seconds one document may take to parse; CASEFORGE_MAX_PARSE_S_<SOURCE>_<KIND> (README).
+# A long judgment or Chinese record parses in well under a second.
+PARSE_BUDGETS_S: dict[tuple[str, str], float] = {
+    ("hudoc", "body"): 60,
+    ("cn", "record"): 30,
+}
+# A DOCX part over 1 MB that inflates more than this many times its compressed size is refused unread
+# (CASEFORGE_MAX_ZIP_RATIO): real parts inflate 30 times at most, deflate can reach 1,032.
+ZIP_RATIO_LIMIT = 100
+ZIP_RATIO_FROM_BYTES = MB
+
+
+class LimitExceeded(ValueError):
+    """A document refused because reading it would go past one of these limits; the message names the limit
+    and the setting that raises it."""
+
+
+def element_limit(source: str, kind: str) -> int:
+    return int(_env_number(f"CASEFORGE_MAX_ELEMENTS_{source.upper()}_{kind.upper()}",
+                           ELEMENT_LIMITS[(source, kind)], "elements"))
+
+
+def element_problem(source: str, kind: str, count: int) -> str | None:
+    """Why a document of `count` markup elements is refused before parsing, or None."""
+    limit = element_limit(source, kind)
+    if count <= limit:
+        return None
+    return (f"{count:,} elements is over the {source} {kind} limit of {limit:,} "
+            f"(set CASEFORGE_MAX_ELEMENTS_{source.upper()}_{kind.upper()} to raise it); not parsed")
+
+
+def zip_ratio_limit() -> float:
+    return _env_number("CASEFORGE_MAX_ZIP_RATIO", ZIP_RATIO_LIMIT, "times")
+
+
+class ParseBudget:
+    """The parse-time budget of one document (CASEFORGE_MAX_PARSE_S_<SOURCE>_<KIND>), started when made and
+    checked by the reader between the stages of its reading: a stage is not interrupted (the size and element
+    limits bound each one), but a document that has taken too long is refused instead of going on."""
+
+    def __init__(self, source: str, kind: str, clock=time.monotonic):
+        self.source, self.kind, self.clock = source, kind, clock
+        self.variable = f"CASEFORGE_MAX_PARSE_S_{source.upper()}_{kind.upper()}"
+        self.seconds = _env_number(self.variable, PARSE_BUDGETS_S[(source, kind)], "seconds")
+        self.started = clock()
+
+    def check(self, stage: str) -> None:
+        """LimitExceeded when the document has taken longer than its budget by the end of `stage`."""
+        elapsed = self.clock() - self.started
+        if self.seconds > 0 and elapsed > self.seconds:
+            raise LimitExceeded(f"parsing took {elapsed:.1f} s by the end of {stage}, over the {self.source} "
+                                f"{self.kind} parse-time budget of {self.seconds:g} s (set {self.variable} "
+                                "to raise it)")

@@ -39,6 +39,9 @@ class Settings:
     max_retries: int = field(default_factory=lambda: int(_env_float("CASEFORGE_MAX_RETRIES", 5)))
     backoff_base_s: float = field(default_factory=lambda: _env_float("CASEFORGE_BACKOFF_S", 1.0))
     timeout_s: float = field(default_factory=lambda: _env_float("CASEFORGE_TIMEOUT_S", 30.0))
+    # timeout_s bounds each network operation (connect, one read); this bounds a whole request, redirects and
+    # body included, so a body fed a byte at a time ends too.
+    fetch_deadline_s: float = field(default_factory=lambda: _env_float("CASEFORGE_FETCH_DEADLINE_S", 300.0))
     # A host that fails this many connection attempts in a row (no HTTP answer: refused, unresolvable,
     # timed out), or keeps failing them for this many seconds, is given up for the rest of the fetcher's run:
     # its remaining requests fail at once, naming the host, instead of each retrying with backoff.

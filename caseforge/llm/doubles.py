@@ -2,7 +2,9 @@
 
 `ScriptedOpenAIServerDouble` speaks just enough HTTP/1.1 (keep-alive, Content-Length) to stand in
 for /v1/chat/completions. A script decides each answer; the double records every request body and
-the most requests it ever had in flight, so tests can check what the client really sent.
+the most requests it ever had in flight, so tests can check what the client really sent. A reply can also
+misbehave as hostile endpoints do: a body fed a byte at a time (`drip_s`) or a connection cut mid-body
+(`cut_after`).
 It is for tests and benchmarks only — never a model.
 """
 from __future__ import annotations
@@ -17,9 +19,11 @@ from dataclasses import dataclass, field
 @dataclass
 class ScriptedReply:
     status: int = 200
-    body: bytes | str | dict | None = None
+    body: bytes | str | dict | list | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    drip_s: float = 0.0              # the body is sent one byte at a time, this long apart
+    cut_after: int | None = None     # the connection is closed after this many bytes of the body
 
 
 def chat_reply(content: str, prompt_tokens: int = 5, completion_tokens: int = 3, **extra) -> ScriptedReply:
@@ -77,7 +81,7 @@ class ScriptedOpenAIServerDouble:
                 raw = await reader.readexactly(int(headers.get("content-length", "0")))
                 reply = await self._reply(method, path, raw)
                 body = reply.body
-                if isinstance(body, dict):
+                if isinstance(body, (dict, list)):
                     body = json.dumps(body).encode()
                 elif isinstance(body, str):
                     body = body.encode()
@@ -85,8 +89,18 @@ class ScriptedOpenAIServerDouble:
                 extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
                 writer.write(
                     f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}\r\n"
-                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}\r\n".encode()
-                    + body)
+                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}\r\n".encode())
+                if reply.cut_after is not None:
+                    writer.write(body[:reply.cut_after])
+                    await writer.drain()
+                    return
+                if reply.drip_s:
+                    for index in range(len(body)):
+                        writer.write(body[index:index + 1])
+                        await writer.drain()
+                        await asyncio.sleep(reply.drip_s)
+                else:
+                    writer.write(body)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
             pass

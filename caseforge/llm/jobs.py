@@ -12,6 +12,10 @@ again, and a prompt that does not fit the context window never fits: those fail 
 answer cut off at max_tokens is a failure, not a short answer. Tokens and latency are summed over a
 request's attempts. A failure stays cached; `retry_failed` (or [llm] retry_failed in the settings)
 asks those requests once more.
+
+A request no endpoint answered (Completion.answered False: refused or cut connections, a missed deadline,
+429/5xx after the backend's retries) is recorded with status 'unanswered' but is not its answer: the next
+run asks it again, and it never replaces an ok or failed answer already cached.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from caseforge.warehouse import sql_text, transaction
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 3
+UNANSWERED = "unanswered"      # ops.llm_calls.status of a request no endpoint answered (not a cached answer)
 
 
 def schema_for(model: type[BaseModel]) -> dict:
@@ -67,7 +72,8 @@ CALL_COLUMNS = pa.schema([
 
 def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
     """Which of these identities already have a recorded answer (any, or only ok ones)."""
-    return {identity for identity, row in _cached(con, identities).items() if row[0] == "ok" or not ok_only}
+    return {identity for identity, row in _cached(con, identities).items()
+            if row[0] == "ok" or (not ok_only and row[0] != UNANSWERED)}
 
 
 def _cached(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[str, tuple]:
@@ -143,7 +149,7 @@ def run_job(
     pending: list[tuple[str, LLMRequest]] = []
     for identity, group in by_identity.items():
         hit = cached.get(identity)
-        if hit is not None and (hit[0] == "ok" or not retry_failed):
+        if hit is not None and hit[0] != UNANSWERED and (hit[0] == "ok" or not retry_failed):
             status, parsed, raw, error = hit
             for request in group:
                 result.cache_hits += 1
@@ -196,7 +202,8 @@ def run_job(
                         if parsed is not None:
                             result.outputs[same.key] = parsed
                         else:
-                            result.failures[same.key] = Failure(same.key, identity, error, completion.text)
+                            result.failures[same.key] = Failure(same.key, identity, error, completion.text,
+                                                                answered=completion.answered)
                     progress.step(1, tokens=completion.completion_tokens or 0)
             todo = retry
     except BaseException:
@@ -224,7 +231,8 @@ def _read_back(con, result: JobResult, pending, by_identity, output_model, repor
             elif hit[0] == "ok":
                 result.outputs[request.key] = output_model.model_validate_json(hit[1])
             else:
-                result.failures[request.key] = Failure(request.key, identity, hit[3] or "failed", hit[2])
+                result.failures[request.key] = Failure(request.key, identity, hit[3] or "failed", hit[2],
+                                                       answered=hit[0] != UNANSWERED)
     result.backend_calls += report.calls
     result.prompt_tokens += report.prompt_tokens
     result.completion_tokens += report.completion_tokens
@@ -304,7 +312,8 @@ def _call_row(step, backend, identity, request, completion, parsed, error, attem
     return (
         identity, step, backend.name, backend.model, request.template_id, request.template_sha,
         request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
-        "ok" if parsed is not None else "failed", None if parsed is not None else (error or "no output"),
+        "ok" if parsed is not None else "failed" if completion.answered else UNANSWERED,
+        None if parsed is not None else (error or "no output"),
         attempts, spent.prompt_tokens, spent.completion_tokens,
         None if spent.latency_s is None else spent.latency_s * 1000.0, datetime.now(timezone.utc),
     )

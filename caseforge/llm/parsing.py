@@ -47,15 +47,16 @@ def extract_json(text: str) -> object:
     stripped = text.strip()
     # strict=False: a raw control character inside a string is read as itself. llama-cpp-python's grammar
     # lets a model write line breaks unescaped inside a JSON string.
+    # besides JSONDecodeError: ValueError for a number over 4,300 digits, RecursionError for deep nesting
     try:
         return json.loads(stripped, strict=False)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     candidates = [m.group(1) for m in _FENCE.finditer(stripped)] + list(_balanced_objects(stripped))
     for candidate in candidates:
         try:
             return json.loads(candidate.strip(), strict=False)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
     raise InvalidOutput(f"no JSON object found in output: {stripped[:120]!r}")
 

@@ -57,7 +57,9 @@ class Completion:
 
     `finish_reason` "length" means the answer was cut off at max_tokens. `retryable` False means
     another attempt cannot do better (the prompt does not fit the context window, the server refused
-    the request as malformed)."""
+    the request as malformed). `answered` False means no answer came at all (the endpoint was down, cut
+    the connection or missed its deadline, the engine failed): the error says nothing about the request,
+    so it is not cached as the request's answer and the next run asks again."""
 
     text: str | None
     prompt_tokens: int | None = None
@@ -66,6 +68,7 @@ class Completion:
     error: str | None = None
     finish_reason: str | None = None
     retryable: bool = True
+    answered: bool = True
 
 
 @dataclass
@@ -74,6 +77,7 @@ class Failure:
     identity: str
     reason: str
     raw: str | None = None
+    answered: bool = True        # False: no answer came (ops.llm_calls status 'unanswered'); asked again next run
 
 
 @dataclass

@@ -1,5 +1,7 @@
 -- Store answered calls (the registered Arrow table llm_call_rows: a job's batch or merged worker shards).
--- One row per identity (an ok answer preferred, then the newest); never let a failure replace an ok answer.
+-- One row per identity, the best answer winning (ok, then failed, then unanswered: a request no endpoint
+-- answered), the newest among equals: a failure never replaces an ok answer, and an outage never replaces
+-- an answer at all.
 INSERT OR REPLACE INTO ops.llm_calls (identity, step, backend, model, template_id, template_sha, request,
     response_text, parsed, status, error, attempts, prompt_tokens, completion_tokens, latency_ms, created_at)
 SELECT s.identity, s.step, s.backend, s.model, s.template_id, s.template_sha, s.request,
@@ -7,5 +9,9 @@ SELECT s.identity, s.step, s.backend, s.model, s.template_id, s.template_sha, s.
     s.latency_ms, s.created_at
 FROM llm_call_rows s
 LEFT JOIN ops.llm_calls c ON c.identity = s.identity
-WHERE NOT (c.status IS NOT DISTINCT FROM 'ok' AND s.status <> 'ok')
-QUALIFY row_number() OVER (PARTITION BY s.identity ORDER BY (s.status = 'ok') DESC, s.created_at DESC) = 1;
+WHERE c.identity IS NULL
+   OR (CASE s.status WHEN 'ok' THEN 2 WHEN 'failed' THEN 1 ELSE 0 END)
+      >= (CASE c.status WHEN 'ok' THEN 2 WHEN 'failed' THEN 1 ELSE 0 END)
+QUALIFY row_number() OVER (PARTITION BY s.identity
+                           ORDER BY (CASE s.status WHEN 'ok' THEN 2 WHEN 'failed' THEN 1 ELSE 0 END) DESC,
+                                    s.created_at DESC) = 1;

@@ -63,6 +63,8 @@ def parse_passages(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[str
                 reason = f"not UTF-8 (byte {exc.start})"
             except json.JSONDecodeError as exc:
                 reason = f"not JSON ({exc.msg} at column {exc.colno})"
+            except ValueError as exc:           # a number of more than 4,300 digits
+                reason = f"not JSON ({exc})"
             except RecursionError:
                 reason = "not JSON (nested too deeply to read)"
         if reason is None and not isinstance(record, dict):

@@ -92,6 +92,7 @@ class WenshuClient:
         self.fetcher = fetcher
         self.credentials = credentials
         fetcher.client.headers["Cookie"] = credentials.cookies
+        fetcher.allow(SOURCE, credentials.doc_url)
 
     def fetch_document(self, doc_id: str) -> tuple[JudgmentRecord, object]:
         """(record, archived payload); raises FetchError (HTTP) or WenshuApiError (content)."""
@@ -99,5 +100,5 @@ class WenshuClient:
         if self.credentials.token:
             params["__RequestVerificationToken"] = self.credentials.token
         result = self.fetcher.get(SOURCE, document_key(doc_id), self.credentials.doc_url, params=params,
-                                  conditional=False)
+                                  conditional=False, kind="dump")
         return parse_document_response(doc_id, result.payload.body), result.payload

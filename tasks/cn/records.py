@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from caseforge.archive import size_problem
+from caseforge.archive import ParseBudget, size_problem
 from caseforge.text import csv_records
 from caseforge.tasks.cn.text import similarity
 from caseforge.tasks.cn.casenumber import (case_type_from_kind, last_cn_date, parse_case_number,
@@ -239,6 +239,8 @@ def _json_loads(text: str):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DumpError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:           # a number of more than 4,300 digits
+        raise DumpError(f"not JSON ({exc})") from None
     except RecursionError:
         raise DumpError("not JSON (nested too deeply to read)") from None
 
@@ -368,10 +370,14 @@ def _pick(options: tuple[str, ...], *texts: str | None) -> str | None:
     return None
 
 
-def parse_record(record: JudgmentRecord) -> dict:
-    """One curated.cn_judgments row (a pure function)."""
+def parse_record(record: JudgmentRecord, budget: ParseBudget | None = None) -> dict:
+    """One curated.cn_judgments row (a pure function). LimitExceeded when the record takes longer than its
+    parse-time `budget` (by default the cn record budget, started now), checked between the stages."""
+    budget = budget or ParseBudget("cn", "record")
     text = normalise_text(record.full_text)
+    budget.check("normalising its text")
     parsed = parse_sections(text)
+    budget.check("finding its sections")
     sec = parsed.sections
     meta = record.meta
     header = sec["header"] or text[:200]
@@ -398,6 +404,7 @@ def parse_record(record: JudgmentRecord) -> dict:
     for name, gold_text in record.gold.items():
         found = getattr(parsed, name) if name in DERIVED_SPANS else sec.get(name)
         agreement[name] = round(similarity(found, gold_text), 4)
+        budget.check(f"comparing its gold {name}")
     court = meta.get("court")
     if not court:
         match = re.search(r"[\u4e00-\u9fff]{2,30}?法院", header)

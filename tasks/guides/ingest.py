@@ -79,7 +79,7 @@ def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], repo
     for guide_id in guide_ids:
         url = settings_file.upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
         try:
-            result = fetcher.get(SOURCE, f"pdf/{guide_id}", url)
+            result = fetcher.get(SOURCE, f"pdf/{guide_id}", url, kind="guide")
         except FetchError as exc:
             report.add("guides_fetch_failed")
             report.fail(f"guide {guide_id}: fetch failed: {exc.reason}")

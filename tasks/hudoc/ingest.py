@@ -256,7 +256,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
     fetched_any = False
     for kind, url in (("html", api() + HTML_PATH), ("docx", api() + DOCX_PATH)):
         try:
-            result = fetcher.get(SOURCE, f"{kind}/{itemid}", url, params=params)
+            result = fetcher.get(SOURCE, f"{kind}/{itemid}", url, params=params, kind="body")
         except FetchError as exc:
             reasons.append(f"{kind}: {exc.reason}")
             continue

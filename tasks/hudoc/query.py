@@ -120,7 +120,8 @@ class QueryPager:
         key = f"query/{window.label()}/{start}"
         params = query_params(window, self.record_filter, start, self.page_size)
         try:
-            result = self.fetcher.get(SOURCE, key, query_url(), params=params, conditional=False)
+            result = self.fetcher.get(SOURCE, key, query_url(), params=params, conditional=False,
+                                        kind="metadata")
         except FetchError as exc:
             self._count("query_pages_failed")
             self._problem(key, f"query page fetch failed: {exc.reason}", fetch_failed=True)

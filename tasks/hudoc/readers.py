@@ -8,6 +8,12 @@ did (tests/samples/test_hudoc_html_reader.py compares both on variants of the sa
 CPU (bench/echr_parse.py), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
 <template>, <rt> and <rp> is not body text, and a run of ASCII whitespace between tags counts as one space or
 one line break (except inside <pre> and <textarea>).
+
+A body is untrusted: before a parser sees it, an HTML body's start tags are counted on its raw bytes and a
+DOCX part's declared size and compression ratio are checked (a zip bomb is never inflated), then its
+elements counted; the document's parse-time budget is checked between the reading stages. Each limit
+refused is a DocumentError naming it (caseforge.archive: ELEMENT_LIMITS, PARSE_BUDGETS_S, ZIP_RATIO_LIMIT,
+SIZE_LIMITS_MB ("hudoc", "docx_part")).
 """
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ from collections import Counter
 
 from lxml import etree
 
+from caseforge.archive import (LimitExceeded, ParseBudget, ZIP_RATIO_FROM_BYTES, element_problem, size_limit_bytes,
+                               size_limit_text, zip_ratio_limit)
 from caseforge.tasks.hudoc.paragraphs import Block, ParsedJudgment, build_rows
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -242,6 +250,34 @@ def _docx_text(paragraph) -> tuple[str, list[str]]:
     return "".join(pieces), refs
 
 
+def count_start_tags(markup: bytes) -> int:
+    """Start tags in HTML or XML bytes, counted without parsing them (an upper bound: a stray '<' counts)."""
+    return markup.count(b"<") - markup.count(b"</") - markup.count(b"<!") - markup.count(b"<?")
+
+
+def _read_part(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    """A part of the DOCX (None when absent), inflated only when its declared size, its compression ratio and
+    then its element count are within the limits; zipfile never inflates past the declared size."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        return None
+    limit = size_limit_bytes("hudoc", "docx_part")
+    if info.file_size > limit:
+        raise DocumentError(f"{name} would inflate to {info.file_size:,} bytes, over "
+                            f"{size_limit_text('hudoc', 'docx_part')}; not read")
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.file_size > ZIP_RATIO_FROM_BYTES and ratio > zip_ratio_limit():
+        raise DocumentError(f"{name} inflates {ratio:.0f} times its {info.compress_size:,} compressed bytes, over the "
+                            f"limit of {zip_ratio_limit():g} (set CASEFORGE_MAX_ZIP_RATIO to raise it); not read")
+    with archive.open(info) as part:
+        data = part.read(limit + 1)
+    too_many = element_problem("hudoc", "body", count_start_tags(data))
+    if too_many:
+        raise DocumentError(f"{name}: {too_many}")
+    return data
+
+
 def _xml(data: bytes):
     """A part of the DOCX as an element tree: no entity expansion, no network, no huge trees."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
@@ -252,9 +288,8 @@ def _xml(data: bytes):
 
 
 def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
-    try:
-        xml = archive.read("word/footnotes.xml")
-    except KeyError:
+    xml = _read_part(archive, "word/footnotes.xml")
+    if xml is None:
         return {}
     notes = {}
     for note in _xml(xml).iter(W + "footnote"):
@@ -268,10 +303,10 @@ def _docx_footnotes(archive: zipfile.ZipFile) -> dict[str, str]:
 
 
 def _docx_styles(archive: zipfile.ZipFile) -> dict[str, str]:
-    try:
-        root = _xml(archive.read("word/styles.xml"))
-    except KeyError:
+    xml = _read_part(archive, "word/styles.xml")
+    if xml is None:
         return {}
+    root = _xml(xml)
     names = {}
     for style in root.iter(W + "style"):
         name = style.find(W + "name")
@@ -279,31 +314,38 @@ def _docx_styles(archive: zipfile.ZipFile) -> dict[str, str]:
     return names
 
 
-def docx_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
+def docx_blocks(body: bytes, budget: ParseBudget | None = None) -> tuple[list[Block], dict[str, str]]:
     """Word paragraphs in body order (with or without smart tags), Word footnotes by id.
 
     Whatever is wrong with the package (not a zip, a corrupt or encrypted member, XML that does not parse,
-    no <w:body>) is a DocumentError saying so: the stage quarantines this body and goes on."""
+    no <w:body>, a part over its limits) is a DocumentError saying so: the stage quarantines this body and
+    goes on."""
     try:
-        return _docx_blocks(body)
+        return _docx_blocks(body, budget or ParseBudget("hudoc", "body"))
     except DocumentError:
         raise
+    except LimitExceeded as exc:
+        raise DocumentError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - zipfile, zlib and lxml raise many kinds on a corrupt package
         raise DocumentError(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
 
 
-def _docx_blocks(body: bytes) -> tuple[list[Block], dict[str, str]]:
+def _docx_blocks(body: bytes, budget: ParseBudget) -> tuple[list[Block], dict[str, str]]:
     archive = zipfile.ZipFile(io.BytesIO(body))
-    try:
-        document = _xml(archive.read("word/document.xml"))
-    except KeyError as exc:
-        raise DocumentError("not a readable DOCX: no word/document.xml") from exc
+    xml = _read_part(archive, "word/document.xml")
+    if xml is None:
+        raise DocumentError("not a readable DOCX: no word/document.xml")
+    document = _xml(xml)
+    del xml
     body_el = document.find(W + "body")
     if body_el is None:
         raise DocumentError("DOCX has no <w:body>: no text to read")
     styles = _docx_styles(archive)
+    budget.check("reading its XML")
     blocks = []
     for paragraph in body_el.iter(W + "p"):
+        if len(blocks) % 1000 == 999:
+            budget.check("reading its Word paragraphs")
         style_el = paragraph.find(f"{W}pPr/{W}pStyle")
         style_id = style_el.get(W + "val") if style_el is not None else None
         style = (styles.get(style_id, style_id) or "Normal") if style_id else "Normal"
@@ -319,8 +361,24 @@ def detect_format(body: bytes) -> str:
     return "docx" if body[:2] == b"PK" else "html"
 
 
-def parse_document(itemid: str, body: bytes, raw_sha256: str, source_format: str | None = None) -> ParsedJudgment:
-    """A judgment body (HTML or DOCX) as paragraph rows plus the order problems found in them."""
+def parse_document(itemid: str, body: bytes, raw_sha256: str, source_format: str | None = None,
+                   budget: ParseBudget | None = None) -> ParsedJudgment:
+    """A judgment body (HTML or DOCX) as paragraph rows plus the order problems found in them. DocumentError
+    for a body that cannot be read, or would go past its limits: elements, DOCX parts, the parse-time
+    `budget` (by default the hudoc body budget, started now)."""
+    budget = budget or ParseBudget("hudoc", "body")
     source_format = source_format or detect_format(body)
-    blocks, footnotes = docx_blocks(body) if source_format == "docx" else html_blocks(body)
-    return build_rows(itemid, blocks, footnotes, source_format, raw_sha256)
+    if source_format == "docx":
+        blocks, footnotes = docx_blocks(body, budget)
+    else:
+        too_many = element_problem("hudoc", "body", count_start_tags(body))
+        if too_many:
+            raise DocumentError(too_many)
+        blocks, footnotes = html_blocks(body)
+    try:
+        budget.check("reading its blocks")
+        parsed = build_rows(itemid, blocks, footnotes, source_format, raw_sha256)
+        budget.check("numbering its paragraphs")
+    except LimitExceeded as exc:
+        raise DocumentError(str(exc)) from None
+    return parsed

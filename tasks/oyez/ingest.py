@@ -93,7 +93,7 @@ def fetch_list(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int, te
                report: StageReport) -> list[dict] | None:
     """The case list, or None when the server says it has not changed since the last run."""
     key, url, params = list_request(term)
-    result = fetcher.get(SOURCE, key, url, params=params)
+    result = fetcher.get(SOURCE, key, url, params=params, kind="list")
     report.add("list_requests")
     if result.not_modified:
         report.add("list_not_modified")
@@ -106,7 +106,7 @@ def fetch_details(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
     fetched = []
     for case in planned:
         try:
-            result = fetcher.get(SOURCE, case.key, case.href)
+            result = fetcher.get(SOURCE, case.key, case.href, kind="case")
         except FetchError as exc:
             report.add("fetch_failed")
             report.fail(f"oyez {case.key}: fetch failed: {exc.reason}")

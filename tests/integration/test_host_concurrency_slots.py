@@ -58,10 +58,11 @@ def test_a_fetcher_holds_its_hosts_slot_while_it_is_open(prefect_server, upstrea
         seen = {}
         with Fetcher(Settings(db_path=Path(db), requests_per_second=0),
                      RawArchive(connect(db))) as fetcher:
+            fetcher.allow("oyez", upstream)
             seen["before_first_request"] = active()
-            fetcher.get("t", "a", f"{upstream}/a")
+            fetcher.get("oyez", "a", f"{upstream}/a", kind="case")
             seen["after_one_request"] = active()
-            fetcher.get("t", "b", f"{upstream}/b")
+            fetcher.get("oyez", "b", f"{upstream}/b", kind="case")
             seen["after_two_requests"] = active()
         seen["after_close"] = active()
         return seen
@@ -74,7 +75,8 @@ def test_a_fetcher_holds_its_hosts_slot_while_it_is_open(prefect_server, upstrea
             outside = {}
             with Fetcher(Settings(db_path=tmp_path / "cf2.duckdb", requests_per_second=0),
                          RawArchive(connect(tmp_path / "cf2.duckdb"))) as fetcher:
-                fetcher.get("t", "a", f"{upstream}/a")
+                fetcher.allow("oyez", upstream)
+                fetcher.get("oyez", "a", f"{upstream}/a", kind="case")
                 outside["outside_a_run"] = active()
         finally:
             with get_client(sync_client=True) as client:

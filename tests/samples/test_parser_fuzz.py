@@ -36,10 +36,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from caseforge.archive import Payload
+from hostile_documents import deflate_repeated, million_paragraph_html, zip_archive, zip_bomb_docx
+from warehouse_rows import rows as table
+
+from caseforge.archive import ParseBudget, Payload
+from caseforge.config import Settings
 from caseforge.text import CsvFileError
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 from caseforge.tasks.cn import ingest as cn_ingest
+from caseforge.tasks.cn import text as cn_text
 from caseforge.tasks.cn.api import WenshuApiError, parse_document_response
 from caseforge.tasks.cn.records import DumpError, RecordError, parse_record, read_dump_rows, record_from_dict
 from caseforge.tasks.guides.citations import citation_rows, extract_citations
@@ -684,3 +689,126 @@ def test_fuzz_barexam_questions_keep_every_good_row(data):
     others = [i for i in good["question_id"] if i != bad_id]
     assert [i for i in frame["question_id"] if i in others] == others
     assert len(problems) <= 1
+
+
+# ---- hostile documents: what one document may expand to is bounded (issue 27) ----
+# Built in memory (tests/hostile_documents.py), never committed: a 1.06 MB DOCX whose word/document.xml inflates
+# to 1 GB (quarantined only after 79 s and 2.4 GB before the limits), a 16 MB HUDOC body of a million tiny
+# paragraphs (still parsing after 500 s at 1.7 GB), a CN record of one repeated character.
+
+
+def test_a_docx_whose_document_inflates_to_1_gb_is_refused_before_inflating():
+    with pytest.raises(DocumentError) as refused:
+        parse_document("001-1", zip_bomb_docx(), "0" * 64, source_format="docx")
+    reason = str(refused.value)
+    assert "word/document.xml would inflate to 1,073,741,970 bytes" in reason, reason
+    assert "CASEFORGE_MAX_MB_HUDOC_DOCX_PART" in reason
+
+
+def test_a_docx_part_inflating_far_more_than_real_ones_is_refused_by_its_ratio():
+    """16 MB of zeros deflate to 16 KB (1,000 to 1): under the size limit, far over any real DOCX part (30 to 1)."""
+    docx = zip_archive({"[Content_Types].xml": b"<Types/>", "word/document.xml": b"\0" * (16 * 1024 * 1024)})
+    with pytest.raises(DocumentError, match=r"word/document.xml inflates \d+ times its .*CASEFORGE_MAX_ZIP_RATIO"):
+        parse_document("001-1", docx, "0" * 64, source_format="docx")
+
+
+def test_a_docx_part_whose_header_understates_its_size_stops_at_the_declared_size():
+    stream, size, crc = deflate_repeated(b"<w:document>", b"A" * 65536, 64, b"</w:document>")
+    docx = zip_archive({"[Content_Types].xml": b"<Types/>", "word/document.xml": (stream, 100, crc)})
+    with pytest.raises(DocumentError, match="not a readable DOCX"):
+        parse_document("001-1", docx, "0" * 64, source_format="docx")
+
+
+def test_a_body_of_a_million_tiny_paragraphs_is_refused_before_parsing():
+    with pytest.raises(DocumentError) as refused:
+        parse_document("001-1", million_paragraph_html(), "0" * 64, source_format="html")
+    reason = str(refused.value)
+    assert "1,000,002 elements is over the hudoc body limit of 200,000" in reason, reason
+    assert "CASEFORGE_MAX_ELEMENTS_HUDOC_BODY" in reason
+
+
+def test_the_zip_bomb_and_the_million_paragraph_body_are_quarantined_naming_the_file_and_the_limit(
+        samples_dir, tmp_path, db_path):
+    folder = tmp_path / "hudoc"
+    folder.mkdir()
+    (folder / "001-192223.html").symlink_to(samples_dir / "hudoc" / "html" / "001-192223.html")
+    (folder / "001-1.docx").write_bytes(zip_bomb_docx())
+    (folder / "001-2.html").write_bytes(million_paragraph_html())
+    report = hudoc_ingest.refresh(Settings(db_path=db_path), from_dir=str(folder))
+    reasons = dict(table(db_path, "SELECT source_key, reason FROM ops.quarantine"))
+    assert "word/document.xml would inflate" in reasons["001-1"] and "MAX_MB_HUDOC_DOCX_PART" in reasons["001-1"]
+    assert "elements is over the hudoc body limit" in reasons["001-2"], reasons
+    assert table(db_path, "SELECT DISTINCT itemid FROM curated.echr_paragraphs") == [("001-192223",)]
+    assert sorted(line.split(":")[0] for line in report.failures) == ["hudoc 001-1", "hudoc 001-2"]
+
+
+def test_a_body_over_its_parse_time_budget_is_quarantined_naming_the_budget(samples_dir, tmp_path, db_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("CASEFORGE_MAX_PARSE_S_HUDOC_BODY", "0.000001")
+    folder = tmp_path / "hudoc"
+    folder.mkdir()
+    (folder / "001-192223.html").symlink_to(samples_dir / "hudoc" / "html" / "001-192223.html")
+    report = hudoc_ingest.refresh(Settings(db_path=db_path), from_dir=str(folder))
+    [line] = report.failures
+    assert line.startswith("hudoc 001-192223: ") and "over the hudoc body parse-time budget of 1e-06 s" in line
+    assert "CASEFORGE_MAX_PARSE_S_HUDOC_BODY" in line
+
+
+def test_the_parse_time_budget_is_checked_between_the_stages_of_reading():
+    ticks = iter(range(0, 1000, 100))
+    budget = ParseBudget("hudoc", "body", clock=lambda: float(next(ticks)))
+    with pytest.raises(DocumentError, match="parse-time budget of 60 s"):
+        parse_document("001-192223", _read("hudoc/html/001-192223.html"), "0" * 64, budget=budget)
+
+
+def test_comparing_a_section_of_one_repeated_character_costs_a_bounded_number_of_steps(monkeypatch):
+    """SequenceMatcher visits every pair of equal characters of the two texts: 36 million for two texts of one
+    repeated character at the 2 × 3,000-character window (4 s; several gold sections took over a minute),
+    0.3 million at most for the real gold sections in the samples."""
+    import difflib
+
+    visited = []
+
+    class CountingSequenceMatcher(difflib.SequenceMatcher):
+        def __init__(self, isjunk, a, b, autojunk):
+            visited.append(sum(a.count(ch) * b.count(ch) for ch in set(a)))
+            super().__init__(isjunk, a, b, autojunk)
+
+    monkeypatch.setattr(cn_text.difflib, "SequenceMatcher", CountingSequenceMatcher)
+    assert cn_text.similarity("中" * 1_000_000, "中" * 999_999) > 0.9
+    assert cn_text.similarity("中" * 5000, "中" * 4000) > 0.5
+    assert max(visited) <= cn_text.MAX_COMPARE_PAIRS < 10_000_000
+
+
+def test_a_cn_record_of_one_repeated_character_lands(tmp_path, db_path):
+    """A 3 MB JSONL line: the text and a gold section, one repeated character each."""
+    line = json.dumps({"doc_id": "x1", "full_text": "中" * 600_000, "gold_parties": "中" * 399_999},
+                      ensure_ascii=False)
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "a.jsonl").write_text(line + "\n", encoding="utf-8")
+    report = cn_ingest.refresh(Settings(db_path=db_path), from_dir=str(tmp_path / "dump"))
+    assert report.counts.get("loaded") == 1 and not report.failures, report.failures
+
+
+def test_a_cn_record_over_its_parse_time_budget_is_quarantined_naming_the_file_and_the_budget(
+        samples_dir, tmp_path, db_path, monkeypatch):
+    monkeypatch.setenv("CASEFORGE_MAX_PARSE_S_CN_RECORD", "0.000001")
+    (tmp_path / "dump").mkdir()
+    (tmp_path / "dump" / "a.jsonl").write_text(
+        json.dumps({"doc_id": "x1", "full_text": "原告诉称，被告欠款。本院认为，应当偿还。判决如下：被告还款。"},
+                   ensure_ascii=False) + "\n", encoding="utf-8")
+    report = cn_ingest.refresh(Settings(db_path=db_path), from_dir=str(tmp_path / "dump"))
+    [line] = report.failures
+    assert line.startswith("cn file/a.jsonl:x1: ") and "over the cn record parse-time budget" in line, line
+    assert "CASEFORGE_MAX_PARSE_S_CN_RECORD" in line
+
+
+def test_a_jsonl_line_of_digits_loses_only_itself():
+    """A number of 5,000 digits is a ValueError, not a JSONDecodeError: it lost the whole dump."""
+    good = json.dumps({"doc_id": "ok", "full_text": "本院认为"}, ensure_ascii=False).encode()
+    rows, problems = read_dump_rows("a.jsonl", b"9" * 5000 + b"\n" + good + b"\n")
+    assert [where for where, _ in rows] == ["line 2"]
+    assert [where for where, _ in problems] == ["line 1"] and "not JSON" in problems[0][1]
+    passages, passage_problems = parse_passages(b"9" * 5000 + b'\n{"idx": "p1", "source": "s", "text": "t"}\n',
+                                                "0" * 64)
+    assert list(passages["passage_id"]) == ["p1"] and passage_problems[0].startswith("line 1: not JSON")

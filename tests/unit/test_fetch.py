@@ -26,14 +26,16 @@ class ScriptedServerDouble:
 def make_fetcher(db_path, server, sleeps):
     con = connect(db_path)
     settings = Settings(db_path=db_path, requests_per_second=0, max_retries=3, backoff_base_s=1.0)
-    return Fetcher(settings, RawArchive(con), transport=httpx.MockTransport(server), sleep=sleeps.append), con
+    fetcher = Fetcher(settings, RawArchive(con), transport=httpx.MockTransport(server), sleep=sleeps.append)
+    fetcher.allow("oyez", "https://example.test")
+    return fetcher, con
 
 
 def test_500_then_success_is_retried_and_archived(db_path):
     server = ScriptedServerDouble(httpx.Response(500), httpx.Response(200, content=b'{"ok": 1}'))
     sleeps = []
     fetcher, con = make_fetcher(db_path, server, sleeps)
-    result = fetcher.get("t", "k", "https://example.test/a")
+    result = fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert result.payload.body == b'{"ok": 1}' and result.new_content
     assert len(server.requests) == 2 and fetcher.stats.retries == 1 and len(sleeps) == 1
     assert con.execute("SELECT count(*) FROM ops.raw_payloads").fetchone()[0] == 1
@@ -43,7 +45,7 @@ def test_429_waits_as_retry_after_says(db_path):
     server = ScriptedServerDouble(httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(200, content=b"x"))
     sleeps = []
     fetcher, _ = make_fetcher(db_path, server, sleeps)
-    fetcher.get("t", "k", "https://example.test/a")
+    fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert sleeps == [7.0]
 
 
@@ -52,7 +54,7 @@ def test_empty_200_and_timeouts_are_retried_then_given_up(db_path):
     sleeps = []
     fetcher, _ = make_fetcher(db_path, server, sleeps)
     with pytest.raises(FetchError, match="gave up after 4 attempts: timeout"):
-        fetcher.get("t", "k", "https://example.test/a")
+        fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert len(server.requests) == 4
     assert sleeps[0] < sleeps[1] < sleeps[2]           # exponential backoff (with jitter below the base)
 
@@ -61,7 +63,7 @@ def test_404_is_not_retried(db_path):
     server = ScriptedServerDouble(httpx.Response(404))
     fetcher, _ = make_fetcher(db_path, server, [])
     with pytest.raises(FetchError) as info:
-        fetcher.get("t", "k", "https://example.test/a")
+        fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert info.value.status == 404 and len(server.requests) == 1
 
 
@@ -69,8 +71,8 @@ def test_conditional_get_reuses_the_archived_copy_on_304(db_path):
     server = ScriptedServerDouble(httpx.Response(200, content=b"body", headers={"ETag": '"v1"'}),
                                   httpx.Response(304))
     fetcher, con = make_fetcher(db_path, server, [])
-    first = fetcher.get("t", "k", "https://example.test/a")
-    second = fetcher.get("t", "k", "https://example.test/a")
+    first = fetcher.get("oyez", "k", "https://example.test/a", kind="case")
+    second = fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert server.requests[1].headers["If-None-Match"] == '"v1"'
     assert second.not_modified and second.payload.body == first.payload.body
     assert con.execute("SELECT count(*) FROM ops.raw_payloads").fetchone()[0] == 1
@@ -79,7 +81,7 @@ def test_conditional_get_reuses_the_archived_copy_on_304(db_path):
 def test_user_agent_is_sent(db_path):
     server = ScriptedServerDouble(httpx.Response(200, content=b"x"))
     fetcher, _ = make_fetcher(db_path, server, [])
-    fetcher.get("t", "k", "https://example.test/a")
+    fetcher.get("oyez", "k", "https://example.test/a", kind="case")
     assert "caseforge" in server.requests[0].headers["User-Agent"]
 
 

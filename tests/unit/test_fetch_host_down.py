@@ -21,21 +21,23 @@ def refusing_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def fetcher_for(db_path, sleeps=None, clock=time.monotonic, **overrides):
+def fetcher_for(db_path, base, sleeps=None, clock=time.monotonic, **overrides):
     settings = Settings(db_path=db_path, requests_per_second=0, max_retries=5, backoff_base_s=1.0,
                         **overrides)
     sleep = sleeps.append if sleeps is not None else time.sleep
-    return Fetcher(settings, RawArchive(connect(db_path)), sleep=sleep, clock=clock)
+    fetcher = Fetcher(settings, RawArchive(connect(db_path)), sleep=sleep, clock=clock)
+    fetcher.allow("oyez", base)
+    return fetcher
 
 
 def test_a_refusing_host_is_given_up_after_the_bound_and_later_requests_fail_at_once(db_path):
     base = refusing_url()
     sleeps: list[float] = []
-    fetcher = fetcher_for(db_path, sleeps, host_max_failures=8, host_failure_budget_s=0)
+    fetcher = fetcher_for(db_path, base, sleeps, host_max_failures=8, host_failure_budget_s=0)
     errors = []
     for window in range(68):                    # HUDOC's yearly windows since 1959
         with pytest.raises(FetchError) as caught:
-            fetcher.get("t", f"query/{window}", f"{base}/app/query/results", params={"w": window})
+            fetcher.get("oyez", f"query/{window}", f"{base}/app/query/results", params={"w": window}, kind="case")
         errors.append(caught.value)
     # 8 connection attempts in all (6 for the first request, 2 for the second), not 68 × 6
     assert fetcher.stats.requests == 8
@@ -59,8 +61,10 @@ def test_the_time_budget_gives_a_host_up_too(db_path):
     settings = Settings(db_path=db_path, requests_per_second=0, max_retries=5, backoff_base_s=1.0,
                         host_max_failures=0, host_failure_budget_s=20)
     fetcher = Fetcher(settings, RawArchive(connect(db_path)), sleep=sleep, clock=lambda: now[0])
+    base = refusing_url()
+    fetcher.allow("oyez", base)
     with pytest.raises(HostUnreachable, match=r"over \d+ s"):
-        fetcher.get("t", "k", f"{refusing_url()}/a")
+        fetcher.get("oyez", "k", f"{base}/a", kind="case")
     assert now[0] <= 20                         # no backoff is slept past the budget
     assert 4 <= fetcher.stats.requests <= 5     # 1 + 2 + 4 (+ jitter) slept, the next 8 s would pass 20 s
 
@@ -78,11 +82,13 @@ def test_an_answer_resets_the_streak_and_other_hosts_are_not_affected(db_path):
                         host_max_failures=3, host_failure_budget_s=0)
     fetcher = Fetcher(settings, RawArchive(connect(db_path)), transport=httpx.MockTransport(server),
                       sleep=lambda s: None)
+    fetcher.allow("oyez", "https://down.test")
+    fetcher.allow("oyez", "https://up.test")
     with pytest.raises(FetchError, match="gave up after 2 attempts"):
-        fetcher.get("t", "a", "https://down.test/a")          # 2 failures: under the bound
+        fetcher.get("oyez", "a", "https://down.test/a", kind="case")          # 2 failures: under the bound
     with pytest.raises(HostUnreachable, match="host down.test unreachable"):
-        fetcher.get("t", "b", "https://down.test/b")          # the third gives it up
-    assert fetcher.get("t", "c", "https://up.test/c").payload.body == b"ok"
+        fetcher.get("oyez", "b", "https://down.test/b", kind="case")          # the third gives it up
+    assert fetcher.get("oyez", "c", "https://up.test/c", kind="case").payload.body == b"ok"
     assert answers["up.test"] == 1
 
 
@@ -119,9 +125,11 @@ def test_the_host_slot_is_held_from_the_first_request_until_close(db_path):
         settings = Settings(db_path=db_path, requests_per_second=0)
         transport = httpx.MockTransport(lambda request: httpx.Response(200, content=b"x"))
         with Fetcher(settings, RawArchive(connect(db_path)), transport=transport) as fetcher:
-            fetcher.get("t", "a", "https://one.test/a")
-            fetcher.get("t", "b", "https://one.test/b")
-            fetcher.get("t", "c", "https://two.test/c")
+            fetcher.allow("oyez", "https://one.test")
+            fetcher.allow("oyez", "https://two.test")
+            fetcher.get("oyez", "a", "https://one.test/a", kind="case")
+            fetcher.get("oyez", "b", "https://one.test/b", kind="case")
+            fetcher.get("oyez", "c", "https://two.test/c", kind="case")
             assert held == [("take", "one.test"), ("take", "two.test")]
         assert held[2:] == [("give", "two.test"), ("give", "one.test")]
     finally:

@@ -81,3 +81,30 @@ def test_models_lists_the_configured_choices(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Qwen/Qwen2.5-7B-Instruct" in out and "casefacts.factuality" in out and "gemma-3-12b-it" in out
     assert "no model configured for the openai backend" in out      # the validator of other steps: said, not hidden
+
+
+def test_stats_count_requests_no_endpoint_answered_apart_from_failed_answers(db_path, capsys):
+    """A request whose endpoint never answered (connection refused) is 'unanswered': the next run asks it
+    again; a bad answer is 'failed' and stays cached."""
+    import socket
+
+    from caseforge.llm.backends.openai_compat import OpenAIBackend
+
+    filled_db(db_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def no_sleep(seconds):
+        pass
+
+    con = connect(db_path)
+    down = OpenAIBackend("double-model", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0, sleep=no_sleep)
+    requests = [LLMRequest(key=k, messages=[{"role": "user", "content": k}], template_id="t", template_sha="s")
+                for k in ("c", "d")]
+    run_job(con, "down/step", down, requests, Number, max_attempts=1)
+    con.close()
+    assert main(["llm", "stats", "--db", str(db_path), "--format", "json"]) == 0
+    rows = {row["step"]: row for row in json.loads(capsys.readouterr().out)}
+    assert (rows["demo/step"]["ok"], rows["demo/step"]["failed"], rows["demo/step"]["unanswered"]) == (2, 1, 0)
+    assert (rows["down/step"]["ok"], rows["down/step"]["failed"], rows["down/step"]["unanswered"]) == (0, 0, 2)

@@ -271,3 +271,33 @@ def test_a_failure_while_saving_stops_the_stream_at_once(db_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         run_job(connect(db_path), "echo", backend, requests_for(range(5)), Number)
     assert backend.closed
+
+
+class BrokenLlamaDouble:
+    """Test double of llama_cpp.Llama whose engine fails on every request until it is fixed."""
+
+    def __init__(self):
+        self.broken = True
+
+    def create_chat_completion(self, **options):
+        if self.broken:
+            raise RuntimeError("llama_decode returned -3")
+        return {"choices": [{"message": {"content": '{"value": 5}'}, "finish_reason": "stop"}], "usage": {}}
+
+
+def test_a_llamacpp_engine_failure_is_not_cached_as_the_answer(db_path):
+    """llama.cpp refusing a prompt over its context is the request's own failure; the engine breaking is no
+    answer at all: recorded 'unanswered', asked again by the next run."""
+    from caseforge.llm.backends.llamacpp import LlamaCppBackend
+
+    backend = object.__new__(LlamaCppBackend)      # no model file: the engine is the double
+    backend.model, backend.batch_size, backend.n_ctx, backend.chat_format = "double.gguf", 4, 4096, None
+    backend.count_tokens = lambda request: 10
+    backend.llm = BrokenLlamaDouble()
+    con = connect(db_path)
+    first = run_job(con, "echo", backend, requests_for([5]), Number, max_attempts=1)
+    assert "llama_decode returned -3" in first.failures["n5"].reason and not first.failures["n5"].answered
+    assert con.execute("SELECT status FROM ops.llm_calls").fetchall() == [("unanswered",)]
+    backend.llm.broken = False
+    again = run_job(con, "echo", backend, requests_for([5]), Number, max_attempts=1)
+    assert again.outputs["n5"].value == 5 and again.cache_hits == 0

@@ -225,3 +225,154 @@ def test_the_proxy_comes_from_the_environment_unless_the_host_is_exempt(monkeypa
     assert proxy_for(httpx.URL("https://gpu-node.internal:8000/v1/chat/completions")) is None
     assert proxy_for(httpx.URL("https://127.0.0.1:8000/v1/chat/completions")) is None
     assert proxy_for(httpx.URL("https://localhost:8000/v1/chat/completions")) is None
+
+
+# --- hostile endpoints: every bad answer is a failure of its own request, with its reason -----------------
+
+def chat_body(content="{\"value\": 1}", **changes) -> dict:
+    body = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+    body.update(changes)
+    return body
+
+
+WRONG_ANSWERS = {
+    "content is a number": (chat_body(12345), "choices.0.message.content"),
+    "usage is a string": (chat_body(usage="lots"), "usage"),
+    "prompt_tokens is text": (chat_body(usage={"prompt_tokens": "11", "completion_tokens": 3}), "usage.prompt_tokens"),
+    "finish_reason is a number": (chat_body(choices=[{"message": {"content": "x"}, "finish_reason": 5}]),
+                                  "choices.0.finish_reason"),
+    "message is a string": (chat_body(choices=[{"message": "hi"}]), "choices.0.message"),
+    "choices is an object": (chat_body(choices={"0": {"message": {"content": "x"}}}), "choices"),
+    "no choices": (chat_body(choices=[]), "choices"),
+    "choices missing": ({"id": "x"}, "choices"),
+    "a JSON list": ([1, 2], "a JSON list"),
+    "a number too long to read": (b'{"choices": ' + b"9" * 5000 + b"}", "not JSON"),
+    "nested too deeply": (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
+    "not JSON": ("<html>proxy error</html>", "not JSON"),
+    "not UTF-8": (b'{"choices": "\xff\xfe"}', "not JSON"),
+}
+
+
+@pytest.mark.parametrize("name", WRONG_ANSWERS)
+def test_an_answer_of_the_wrong_shape_fails_its_request_with_the_reason(scripted_openai_server, name):
+    body, where = WRONG_ANSWERS[name]
+    scripted_openai_server.script = lambda request, n: ScriptedReply(200, body)
+    [completion] = backend_for(scripted_openai_server, max_retries=1).complete_batch(requests_for([1]))
+    assert completion.text is None and where in completion.error, completion.error
+    assert completion.error.startswith("gave up after 2 attempts: HTTP 200 answer ")
+    assert completion.answered                      # the endpoint answered: a cached failure, not an outage
+
+
+def test_one_answer_of_twenty_with_wrong_types_fails_alone_and_the_other_nineteen_are_stored(
+        scripted_openai_server, db_path):
+    """The issue's case: one answer with "content": 12345 among 20 crashed the whole job and stored nothing."""
+    scripted_openai_server.script = lambda body, n: (ScriptedReply(200, chat_body(12345)) if number_in(body) == 7
+                                                      else answer_number(body, n))
+    con = connect(db_path)
+    result = run_job(con, "echo", backend_for(scripted_openai_server, max_retries=1), requests_for(range(20)), Number)
+    assert sorted(result.outputs) == sorted(f"n{i}" for i in range(20) if i != 7)
+    assert list(result.failures) == ["n7"] and "choices.0.message.content" in result.failures["n7"].reason
+    assert dict(con.execute("SELECT status, count(*) FROM ops.llm_calls GROUP BY status").fetchall()) == \
+        {"ok": 19, "failed": 1}
+
+
+def test_a_drip_fed_answer_ends_at_the_deadline(scripted_openai_server):
+    """A body sent a byte every 0.1 s never trips a per-read timeout; the deadline (timeout_s, for connect,
+    send and the whole answer) ends each attempt."""
+    def drip(body, n):
+        reply = answer_number(body, n)
+        reply.drip_s = 0.1
+        return reply
+
+    scripted_openai_server.script = drip
+    backend = backend_for(scripted_openai_server, timeout_s=1, max_retries=1)
+    started = time.monotonic()
+    [completion] = backend.complete_batch(requests_for([3]))
+    elapsed = time.monotonic() - started
+    assert completion.text is None and "no complete answer within 1s" in completion.error, completion.error
+    assert not completion.answered
+    assert elapsed < 8, elapsed                     # two attempts of 1 s (the backoff is not slept here)
+
+
+def test_a_cut_connection_is_asked_again_and_one_that_stays_cut_is_unanswered(scripted_openai_server):
+    def script(body, n):
+        reply = answer_number(body, n)
+        if number_in(body) == 1 or (number_in(body) == 2 and n <= 2):
+            reply.cut_after = 20
+        return reply
+
+    scripted_openai_server.script = script
+    completions = backend_for(scripted_openai_server, max_retries=2).complete_batch(requests_for([1, 2]))
+    assert completions[0].text is None and not completions[0].answered
+    assert "gave up after 3 attempts: connection problem" in completions[0].error, completions[0].error
+    assert json.loads(completions[1].text) == {"value": 2}
+
+
+def refusing_base_url() -> str:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_refused_connection_is_not_cached_as_the_answer_and_the_next_run_asks_again(db_path):
+    """The issue's case: a run against a server that was down cached 3 ConnectError failures, and the run after
+    the server came back made 0 calls."""
+    con = connect(db_path)
+    down = OpenAIBackend("double-model", base_url=refusing_base_url(), max_retries=1, sleep=RecordingSleep())
+    first = run_job(con, "echo", down, requests_for(range(3)), Number)
+    assert sorted(first.failures) == ["n0", "n1", "n2"] and not first.outputs
+    assert all("connection problem: ConnectError" in f.reason for f in first.failures.values())
+    assert con.execute("SELECT DISTINCT status FROM ops.llm_calls").fetchall() == [("unanswered",)]
+    with ScriptedOpenAIServerDouble(answer_number) as server:
+        second = run_job(con, "echo", backend_for(server), requests_for(range(3)), Number)
+    assert server.calls == 3 and second.cache_hits == 0 and not second.failures
+    assert {k: v.value for k, v in second.outputs.items()} == {"n0": 0, "n1": 1, "n2": 2}
+    assert con.execute("SELECT DISTINCT status FROM ops.llm_calls").fetchall() == [("ok",)]
+
+
+def test_a_bad_answer_stays_a_cached_failure_until_retry_failed(scripted_openai_server, db_path):
+    scripted_openai_server.script = lambda body, n: ScriptedReply(200, chat_body(12345))
+    con = connect(db_path)
+    run_job(con, "echo", backend_for(scripted_openai_server, max_retries=0), requests_for([4]), Number)
+    scripted_openai_server.reset()
+    scripted_openai_server.script = answer_number
+    again = run_job(con, "echo", backend_for(scripted_openai_server), requests_for([4]), Number, retry_failed=False)
+    assert scripted_openai_server.calls == 0 and again.cache_hits == 1 and "n4" in again.failures
+    retried = run_job(con, "echo", backend_for(scripted_openai_server), requests_for([4]), Number, retry_failed=True)
+    assert scripted_openai_server.calls == 1 and retried.outputs["n4"].value == 4
+
+
+def test_an_outage_never_replaces_a_cached_answer(scripted_openai_server, db_path):
+    """With retry_failed, a failed answer is asked again; if the endpoint is down then, the failure it gave
+    stays (with its text), and an ok answer is never touched."""
+    scripted_openai_server.script = lambda body, n: (ScriptedReply(200, chat_body(12345)) if number_in(body) == 1
+                                                      else answer_number(body, n))
+    con = connect(db_path)
+    run_job(con, "echo", backend_for(scripted_openai_server, max_retries=0), requests_for([0, 1]), Number)
+    down = OpenAIBackend("double-model", base_url=refusing_base_url(), max_retries=0, sleep=RecordingSleep())
+    result = run_job(con, "echo", down, requests_for([0, 1]), Number, retry_failed=True)
+    assert result.outputs["n0"].value == 0 and "connection problem" in result.failures["n1"].reason
+    assert con.execute("SELECT status FROM ops.llm_calls ORDER BY status").fetchall() == [("failed",), ("ok",)]
+
+
+@pytest.mark.parametrize("content", ["9" * 5000, '{"value": ' + "9" * 5000 + "}", "[" * 100_000, "{" * 50_000])
+def test_a_reply_the_json_reader_chokes_on_fails_its_request_instead_of_the_job(scripted_openai_server, db_path,
+                                                                                 content):
+    """A number over 4,300 digits is a ValueError, deep nesting a RecursionError: neither a JSONDecodeError."""
+    scripted_openai_server.script = lambda body, n: chat_reply(content) if number_in(body) == 1 else answer_number(body, n)
+    result = run_job(connect(db_path), "echo", backend_for(scripted_openai_server), requests_for([0, 1]), Number)
+    assert result.outputs["n0"].value == 0 and "n1" in result.failures
+
+
+@pytest.mark.parametrize("status, about_the_request", [(400, True), (422, True), (401, False), (404, False)])
+def test_a_4xx_is_not_retried_and_only_one_about_the_request_is_its_answer(scripted_openai_server, status,
+                                                                           about_the_request):
+    """400/413/422: the endpoint refused this request (a prompt too long): cached as its failure. 401/403/404: a
+    wrong key, URL or model name refuses every request: asked again by the next run."""
+    scripted_openai_server.script = lambda body, n: ScriptedReply(status, {"error": "no"})
+    [completion] = backend_for(scripted_openai_server).complete_batch(requests_for([1]))
+    assert scripted_openai_server.calls == 1 and completion.error.startswith(f"HTTP {status}")
+    assert completion.answered is about_the_request and not completion.retryable

@@ -104,9 +104,15 @@ def test_an_engine_error_becomes_a_recorded_failure_for_each_request(fake_vllm, 
         raise ValueError("prompt too long")
 
     backend.llm.chat = broken_chat
-    result = run_job(connect(db_path), "label", backend, requests(3), Verdict, max_attempts=1)
+    con = connect(db_path)
+    result = run_job(con, "label", backend, requests(3), Verdict, max_attempts=1)
     assert not result.outputs and len(result.failures) == 3
     assert all("prompt too long" in f.reason for f in result.failures.values())
+    # the engine gave no answer: not cached as one, so the next run asks again
+    assert con.execute("SELECT DISTINCT status FROM ops.llm_calls").fetchall() == [("unanswered",)]
+    del backend.llm.chat                                      # the engine's own chat again
+    again = run_job(con, "label", backend, requests(3), Verdict, max_attempts=1)
+    assert again.cache_hits == 0 and len(again.outputs) == 3
 
 
 def test_missing_vllm_gives_a_clear_error(monkeypatch):

@@ -192,8 +192,8 @@ class LlamaCppBackend:
         except ValueError as exc:   # llama.cpp's own context check: another attempt cannot fit either
             return Completion(text=None, latency_s=time.perf_counter() - started, retryable=False,
                               error=f"llama.cpp refused the request: {exc}")
-        except Exception as exc:   # this request fails, the batch goes on
-            return Completion(text=None, latency_s=time.perf_counter() - started,
+        except Exception as exc:   # the engine broke on this request: no answer (asked again next run); the batch goes on
+            return Completion(text=None, latency_s=time.perf_counter() - started, answered=False,
                               error=f"llama.cpp failed: {type(exc).__name__}: {exc}")
         latency = time.perf_counter() - started
         usage = answer.get("usage") or {}

@@ -3,9 +3,16 @@
 Requests are sent concurrently (asyncio + httpx), never more than `concurrency` in flight: one
 worker per connection takes the next request as soon as its last one is answered, and answers are
 streamed back to the job as they finish (`complete_stream`).
-429, 5xx, timeouts, connection errors and unreadable bodies are retried with exponential backoff
-and jitter (Retry-After honoured). Whatever still fails becomes Completion(error=...) for that one
-request; the rest are kept.
+
+The endpoint is untrusted. Each attempt has one deadline, `timeout_s`, for connecting, sending and the
+whole answer (httpx's timeouts bound each read, so a body fed a byte at a time would never end), and an
+answer may weigh at most `max_answer_mb`. A 200 answer must have the chat completion's shape, types
+included (choices[0].message.content a string or null, usage counts integers...); anything else is an
+answer of the wrong shape. 429, 5xx, timeouts, connection errors and answers of the wrong shape are retried
+with exponential backoff and jitter (Retry-After honoured). Whatever still fails becomes
+Completion(error=...) for that one request, never an exception; the rest are kept. A failure without an
+answer (no connection, a cut or late answer, 429/5xx, a 4xx that is not about the request such as 401 or
+404) has `answered=False`: the job does not cache it as the request's answer, so the next run asks again.
 
 Structured output styles:
   "vllm"     top-level `structured_outputs: {"json": schema}` (what `extra_body` sends to vllm serve)
@@ -30,19 +37,55 @@ from collections.abc import Iterator
 
 import certifi
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from caseforge.llm.types import Completion, LLMRequest
 
 STRUCTURED_STYLES = ("vllm", "openai", "llamacpp", "none")
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
+REQUEST_STATUSES = {400, 413, 422}     # the endpoint refused this request itself: another run would too
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 LOOPBACK_HOSTS = {"localhost", "::1"}
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after_s: float | None = None):
+    """A problem another attempt may not have. `answered`: the endpoint did answer (with the wrong shape)."""
+
+    def __init__(self, reason: str, retry_after_s: float | None = None, answered: bool = False):
         super().__init__(reason)
         self.retry_after_s = retry_after_s
+        self.answered = answered
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class ChatMessage(_Strict):
+    content: str | None = None
+
+
+class ChatChoice(_Strict):
+    message: ChatMessage
+    finish_reason: str | None = None
+
+
+class ChatUsage(_Strict):
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+
+
+class ChatCompletion(_Strict):
+    """What caseforge reads of an OpenAI chat completion, with the types the API documents."""
+    choices: list[ChatChoice] = Field(min_length=1)
+    usage: ChatUsage | None = None
+
+
+def _shape_problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the answer"
+    return f"{where}: {first['msg']} (got {repr(first.get('input'))[:60]})" + \
+        (f"; {error.error_count() - 1} more problem(s)" if error.error_count() > 1 else "")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -76,7 +119,7 @@ class OpenAIBackend:
                  concurrency: int = 32, timeout_s: float = 60.0, max_retries: int = 5,
                  structured: str = "vllm", batch_size: int | None = None, backoff_base_s: float = 0.5,
                  backoff_max_s: float = 30.0, sleep=None, transport: httpx.AsyncBaseTransport | None = None,
-                 **_ignored):
+                 max_answer_mb: float = 16.0, **_ignored):
         if structured not in STRUCTURED_STYLES:
             raise ValueError(f"structured must be one of {', '.join(STRUCTURED_STYLES)}, got {structured!r}")
         if concurrency < 1:
@@ -85,7 +128,8 @@ class OpenAIBackend:
         self.base_url = (base_url or os.environ.get("CASEFORGE_OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key = api_key or os.environ.get("CASEFORGE_OPENAI_API_KEY")
         self.concurrency = int(concurrency)
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = float(timeout_s)     # per attempt: connect, send and the whole answer
+        self.max_answer_bytes = int(float(max_answer_mb) * 1024 * 1024)
         self.max_retries = int(max_retries)
         self.structured = structured
         # Big enough to keep every connection busy for many round trips between cache writes.
@@ -180,74 +224,88 @@ class OpenAIBackend:
 
             await asyncio.gather(*(work(transport) for transport in transports))
 
-    async def _post(self, transport: httpx.AsyncBaseTransport, payload: bytes) -> httpx.Response:
+    async def _post(self, transport: httpx.AsyncBaseTransport, payload: bytes) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one POST; the body read as it arrives, within max_answer_bytes."""
         request = httpx.Request("POST", self._completions_url, headers=self._headers, content=payload,
                                 extensions=self._extensions)
         response = await transport.handle_async_request(request)
         try:
-            await response.aread()
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_answer_bytes:
+                    raise _Retryable(f"HTTP {response.status_code} answer over {self.max_answer_bytes:,} bytes "
+                                     "(max_answer_mb); not read further", answered=True)
+                chunks.append(chunk)
         finally:
             await response.aclose()
-        return response
+        return response.status_code, response.headers, b"".join(chunks)
 
     async def _complete_one(self, transport: httpx.AsyncBaseTransport, request: LLMRequest) -> Completion:
         started = time.perf_counter()
         payload = json.dumps(self.body_for(request), ensure_ascii=False).encode("utf-8")
-        last_reason = "no attempt made"
+        last_reason, answered = "no attempt made", False
         for attempt in range(self.max_retries + 1):
             sent_at = time.perf_counter()
             try:
-                response = await self._post(transport, payload)
-                return self._completion_from(response, time.perf_counter() - sent_at)
+                async with asyncio.timeout(self.timeout_s):
+                    status, headers, body = await self._post(transport, payload)
+                return self._completion_from(status, headers, body, time.perf_counter() - sent_at)
             except _Retryable as exc:
-                last_reason, wait = str(exc), exc.retry_after_s
+                last_reason, wait, answered = str(exc), exc.retry_after_s, exc.answered
+            except TimeoutError:
+                last_reason, wait, answered = (f"timed out: no complete answer within {self.timeout_s:g}s (timeout_s: "
+                                               "the deadline for connecting, sending and the whole answer)"), None, False
             except httpx.TimeoutException as exc:
-                last_reason, wait = f"timed out after {self.timeout_s:g}s ({type(exc).__name__})", None
+                last_reason, wait, answered = f"timed out after {self.timeout_s:g}s ({type(exc).__name__})", None, False
             except httpx.TransportError as exc:
-                last_reason, wait = f"connection problem: {type(exc).__name__}: {exc}", None
-            except _Final as exc:   # a 4xx (a prompt too long for the model, a malformed request): not asked again
+                last_reason, wait, answered = f"connection problem: {type(exc).__name__}: {exc}", None, False
+            except _Final as exc:   # asking again in this run cannot help
                 return Completion(text=exc.text, latency_s=time.perf_counter() - sent_at, error=str(exc),
-                                  retryable=False)
+                                  retryable=False, answered=exc.answered)
             if attempt < self.max_retries:   # this connection waits too: a struggling server gets less load
                 await self._sleep(wait if wait is not None else self._backoff(attempt))
-        return Completion(text=None, latency_s=time.perf_counter() - started,
+        return Completion(text=None, latency_s=time.perf_counter() - started, answered=answered,
                           error=f"gave up after {self.max_retries + 1} attempts: {last_reason}")
 
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt) * (0.5 + random.random())
 
-    def _completion_from(self, response: httpx.Response, latency_s: float) -> Completion:
-        status = response.status_code
+    def _completion_from(self, status: int, headers: httpx.Headers, body: bytes, latency_s: float) -> Completion:
+        text = body[:300].decode("utf-8", errors="replace")
         if status in RETRY_STATUSES:
-            raise _Retryable(f"HTTP {status}: {response.text[:200]}",
-                             retry_after_seconds(response.headers.get("retry-after")))
-        if status >= 400:
-            raise _Final(f"HTTP {status}: {response.text[:300]}")
+            raise _Retryable(f"HTTP {status}: {text[:200]}", retry_after_seconds(headers.get("retry-after")))
+        if status in REQUEST_STATUSES:   # e.g. a prompt too long for the model: the request's own failure
+            raise _Final(f"HTTP {status}: {text}", answered=True)
+        if status >= 400:                # 401, 404...: the endpoint or its settings, not this request
+            raise _Final(f"HTTP {status}: {text}", answered=False)
         try:
-            data = response.json()
-        except ValueError:
-            raise _Retryable(f"HTTP {status} with a body that is not JSON: {response.text[:120]!r}") from None
+            data = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise _Retryable(f"HTTP {status} answer is not JSON ({type(exc).__name__}): {text[:120]!r}",
+                             answered=True) from None
+        if not isinstance(data, dict):
+            kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(data), "number")
+            raise _Retryable(f"HTTP {status} answer is a JSON {kind}, not a chat completion", answered=True)
         try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise _Retryable(f"response without choices[0].message: {str(data)[:160]}") from None
-        usage = data.get("usage") or {}
-        error = None
-        if text is None:
-            error = f"empty message (finish_reason={choice.get('finish_reason')})"
-        return Completion(text=text, prompt_tokens=usage.get("prompt_tokens"),
-                          completion_tokens=usage.get("completion_tokens"), latency_s=latency_s, error=error,
-                          finish_reason=choice.get("finish_reason"))
+            answer = ChatCompletion.model_validate(data)
+        except ValidationError as exc:
+            raise _Retryable(f"HTTP {status} answer of the wrong shape: {_shape_problem(exc)}", answered=True) from None
+        choice, usage = answer.choices[0], answer.usage or ChatUsage()
+        error = None if choice.message.content is not None else f"empty message (finish_reason={choice.finish_reason})"
+        return Completion(text=choice.message.content, prompt_tokens=usage.prompt_tokens,
+                          completion_tokens=usage.completion_tokens, latency_s=latency_s, error=error,
+                          finish_reason=choice.finish_reason)
 
 
 class _Final(Exception):
-    """A problem retrying will not fix (e.g. 400: the request itself is wrong)."""
+    """A problem retrying will not fix in this run: the endpoint refused this request (answered=True: cached as
+    its failure), or refuses every request (401, 404: answered=False, asked again by the next run)."""
 
-    def __init__(self, reason: str, text: str | None = None):
+    def __init__(self, reason: str, text: str | None = None, answered: bool = True):
         super().__init__(reason)
         self.text = text
-
+        self.answered = answered
 
 
 class _LoopControl:

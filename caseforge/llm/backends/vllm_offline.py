@@ -4,6 +4,8 @@ The whole batch goes to the engine in ONE `LLM.chat(conversations, sampling_para
 the scheduler sees every prompt at once (one prompt at a time is several times slower).
 Structured output uses current vLLM's `StructuredOutputsParams(json=schema)` on each request's
 `SamplingParams(structured_outputs=...)`; the `guided_*` fields were removed from vLLM in v0.12.
+An engine that fails the batch (or returns no output) gave no answer: its requests fail with answered=False,
+so they are not cached as answers and the next run asks them again.
 """
 from __future__ import annotations
 
@@ -66,20 +68,21 @@ class VLLMBackend:
         started = time.perf_counter()
         try:
             outputs = self.llm.chat(conversations, sampling, use_tqdm=False)
-        except Exception as exc:   # the engine refused the batch: every request records why
+        except Exception as exc:   # the engine failed the batch: no request got an answer, each records why
             reason = f"vllm chat failed: {type(exc).__name__}: {exc}"
-            return [Completion(text=None, error=reason) for _ in requests]
+            return [Completion(text=None, error=reason, answered=False) for _ in requests]
         # The engine works on all prompts together; each one gets an equal share of the wall time.
         share = (time.perf_counter() - started) / len(requests)
         if len(outputs) != len(requests):
-            return [Completion(text=None, error=f"vllm returned {len(outputs)} outputs for {len(requests)} prompts")
+            return [Completion(text=None, answered=False,
+                               error=f"vllm returned {len(outputs)} outputs for {len(requests)} prompts")
                     for _ in requests]
         return [self._completion(output, share) for output in outputs]
 
     @staticmethod
     def _completion(output, latency_s: float) -> Completion:
         if not output.outputs:
-            return Completion(text=None, latency_s=latency_s, error="vllm produced no output")
+            return Completion(text=None, latency_s=latency_s, error="vllm produced no output", answered=False)
         first = output.outputs[0]
         prompt_tokens = len(output.prompt_token_ids) if output.prompt_token_ids is not None else None
         # A truncated answer (finish_reason "length") goes to the parser, which says what is wrong.
