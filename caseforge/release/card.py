@@ -18,6 +18,15 @@ def card_rows(con, statement: str, params=None) -> list[dict]:
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
+def release_rows(con, statement: str, params=None):
+    """The rows of one statement under sql/ as a frame, with the warehouse's type of each column as Arrow gives it
+    (a DATE stays a date and an INTEGER an integer even where every row is NULL): (frame, column -> Arrow type)."""
+    from caseforge.warehouse import run_sql
+
+    table = run_sql(con, statement, params).to_arrow_table()
+    return table.to_pandas(integer_object_nulls=True), dict(zip(table.schema.names, table.schema.types))
+
+
 def md_table(headers: list[str], rows: list[list]) -> str:
     def cell(value) -> str:
         text = "" if value is None else str(value)

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
-from caseforge.tasks.aquaechr.release_columns import COLUMNS
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
 from caseforge.warehouse import run_sql
 
 DATASET = "aquaechr"
@@ -48,7 +48,7 @@ def distributions_of(pairs: pd.DataFrame) -> dict[str, list[int]]:
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    pairs = run_sql(con, "aquaechr/release_pairs.sql").df()
+    pairs, types = release_rows(con, "aquaechr/release_pairs.sql")
     if pairs.empty:
         removals = run_sql(con, "aquaechr/removal_reasons.sql").fetchall()
         if not removals:
@@ -59,8 +59,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         raise NothingToRelease(f"curated.aquaechr_qa keeps none of its {sum(n for _, n in removals)} pairs "
                                f"(removed: {removed}){hint}")
     pairs["citations"] = pairs["citations"].map(json.loads)
-    pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(
-        lambda v: [] if v is None or v is pd.NA else list(v))
+    pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(lambda v: [] if v is None else list(v))
     per_guide = run_sql(con, "aquaechr/counts_by_guide_strategy.sql").fetchall()
     removals = {reason: int(n) for reason, n in run_sql(con, "aquaechr/removal_reasons.sql").fetchall()}
     stats = distributions_of(pairs)
@@ -103,4 +102,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     payloads = run_sql(con, "aquaechr/release_payloads.sql").df()
     return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card,
                          source_payloads=payloads if not payloads.empty else None,
-                         columns=COLUMNS, date_column="source_date")
+                         columns=COLUMNS, types={**types, **TYPES}, date_column="source_date")

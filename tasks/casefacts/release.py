@@ -1,13 +1,11 @@
 """The `casefacts` release: the built claims per split, with its card, written by caseforge.release."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -23,13 +21,11 @@ CITATION = """@misc{putta_casefacts,
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    claims = run_sql(con, "casefacts/export_claims.sql").df()
+    claims, types = release_rows(con, "casefacts/export_claims.sql")
     if claims.empty:
         raise NothingToRelease("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
-    for column in ("evidence_case_ids", "overruling_case_ids"):
-        claims[column] = claims[column].map(json.loads)
     for column in ("evidence_case_names", "overruling_case_names", "source_payload_sha256"):
-        claims[column] = claims[column].map(lambda v: [] if v is None or v is pd.NA else list(v))
+        claims[column] = claims[column].map(lambda v: [] if v is None else list(v))
     splits = {str(split): part.reset_index(drop=True) for split, part in claims.groupby("split")}
     windows = card_rows(con, "casefacts/release_windows.sql")
     window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
@@ -68,4 +64,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     }
     return write_release(folder, DATASET, splits, card,
                          source_payloads=run_sql(con, "casefacts/release_payloads.sql").df(),
-                         columns=COLUMNS, date_column="source_date")
+                         columns=COLUMNS, types=types, date_column="source_date")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.oyez.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -21,7 +21,7 @@ CITATION = """@misc{oyez,
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    cases = run_sql(con, "oyez/release_scotus_cases.sql").df()
+    cases, types = release_rows(con, "oyez/release_scotus_cases.sql")
     if cases.empty:
         raise NothingToRelease("curated.scotus_cases is empty: run `caseforge ingest oyez` first")
     payloads = run_sql(con, "oyez/release_payloads.sql").df()
@@ -52,4 +52,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "stages": [],
     }
     return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads,
-                         columns=COLUMNS, date_column="decided_date")
+                         columns=COLUMNS, types=types, date_column="decided_date")
