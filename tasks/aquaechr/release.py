@@ -26,6 +26,24 @@ CITATION = """@misc{weidinger_aquaechr,
 }"""
 
 
+# what each removal reason (the part before ':' or ' (' of curated.aquaechr_qa.removal_reason) means
+REMOVAL_REASONS = {
+    "low_quality": "the judge scored comprehensiveness, conciseness or fluency at or below the threshold",
+    "not_judged": "the judge gave no scores",
+    "empty_answer": "no answer sentence was extracted",
+    "llm_failed": "the model's call for the question or the answer failed",
+    "judge_failed": "the judge's call failed",
+    "invalid_ids": "the model chose paragraphs or sentences that the window does not have",
+    "non_english_citation": "the answer cites a judgment that is not in English",
+    "whole_case_citation": "the answer cites a whole case without a pinpoint paragraph",
+    "unresolved_citation": "a cited case could not be resolved to a HUDOC judgment",
+    "no_resolved_pinpoint": "no citation resolves to a judgment paragraph",
+    "names_case_or_country": "the question names a case or a country",
+    "duplicate_question_of": "the question repeats an earlier kept question (cosine similarity at or above the "
+                             "dedupe threshold)",
+}
+
+
 def token_count(text: str) -> int:
     """Word and punctuation tokens (a tokenizer-free approximation of model tokens)."""
     return len(_TOKEN.findall(text or ""))
@@ -93,6 +111,13 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
             "strategy (kept pairs)": {str(k): int(v) for k, v in pairs["strategy"].value_counts().items()},
             "guide (kept pairs)": {str(k): int(v) for k, v in pairs["guide_id"].value_counts().items()},
             "removal reason": removals,
+        },
+        "distribution_notes": {
+            "strategy (kept pairs)": "The question strategies: i one guide paragraph, ii several paragraphs, iii "
+                                     "chosen sentences, iv-a search for related paragraphs, iv-b and iv-c the same "
+                                     "with expert reasoning paths.",
+            "removal reason": "; ".join(f"`{reason}`: {REMOVAL_REASONS.get(reason, 'no description recorded')}"
+                                        for reason in sorted(removals)) + ".",
         },
         "notes": "\n".join([f"- {name} (tokens = words and punctuation marks): {summary(values)}"
                             for name, values in stats.items()] +

@@ -20,6 +20,15 @@ CITATION = """@misc{putta_casefacts,
 }"""
 
 
+def split_use(splits: dict) -> str:
+    """How to use the splits this release has (a small build may put every claim in one of them)."""
+    if {"train", "test"} <= set(splits):
+        return "Train on `train`, report on `test`."
+    only = next(iter(splits))
+    return (f"This release has only the `{only}` split ({len(splits[only])} claims): the build assigned no claim to "
+            f"`{'test' if only == 'train' else 'train'}`, so it offers no held-out evaluation of its own.")
+
+
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     claims, types = release_rows(con, "casefacts/export_claims.sql")
     if claims.empty:
@@ -43,8 +52,8 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "citation": CITATION,
         "intended_use": "Evaluating fact verification of everyday-language legal claims against U.S. Supreme Court "
                         "precedent: retrieve the evidence cases, then say whether the claim is supported, refuted, "
-                        "or was good law once but has since been overruled. Train on `train`, report on `test`; "
-                        "`fresh` asks the same question about cases decided after the cutoff.",
+                        "or was good law once but has since been overruled. " + split_use(splits) + " `fresh` asks "
+                        "the same question about cases decided after the cutoff.",
         "limitations": "Claims are written and checked by language models and are not reviewed by lawyers; the "
                        "models named below decide their quality (the small packaged models of a demo run make "
                        "claims unfit for publication). Evidence is Oyez's summaries, not the opinions. An overruling "

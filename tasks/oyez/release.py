@@ -48,6 +48,16 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                  "hash.",
         "sources": ["oyez", "scotus_legacy"],
         "distributions": distributions,
+        "distribution_notes": {
+            "decision_type": "Oyez's type of the case's main decision; `(empty)`: Oyez lists no decision for the "
+                             "case.",
+            "disposition": "What the Court did with the decision under review, as the Oyez-derived legacy table "
+                           "records it (`reversed/remanded`: reversed and sent back, `vacated/remanded`: set aside "
+                           "and sent back, `reversed in-part`: partly reversed). `none` is the legacy table's own "
+                           "value for a case it gives no disposition; `(empty: not in the legacy table)`: the legacy "
+                           "table does not list the case; `(empty in the legacy table)`: it lists the case with an "
+                           "empty disposition.",
+        },
         "quality": quality,
         "stages": [],
     }

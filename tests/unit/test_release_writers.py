@@ -227,3 +227,26 @@ def test_every_release_loads_with_the_clients_people_use(warehouse, tmp_path):
     assert str(schema.field("overruling_case_ids").type) == "list<element: int64>"
     item = rows(written["casegen"], "casegen_items")[0]
     assert item["inputs"]["evidence"] == [{"name": "借条", "content": None, "event": None}]
+
+
+def test_cards_say_only_what_is_true_of_the_release_in_hand(warehouse, tmp_path):
+    """The defects (issue 28): the CaseFacts card said "Train on `train`" of a release without a train split; the
+    scotus card showed a "Distribution: winning_party_is_first" (no such column) and disposition "(none)" beside
+    "none" without saying how they differ."""
+    con = connect(warehouse)
+    try:
+        con.execute("DELETE FROM curated.casefacts_claims WHERE split = 'train'")
+        con.execute("UPDATE curated.scotus_cases SET disposition = 'none' WHERE case_id = 62001")
+        con.execute("INSERT INTO curated.scotus_legacy (case_id, name, raw_sha256) VALUES (50613, 'Roe v. Wade', 'l1')")
+        con.execute("UPDATE curated.aquaechr_qa SET removal_reason = 'low_quality' WHERE qa_id = 'qa2'")
+    finally:
+        con.close()
+    written = write_all(warehouse, tmp_path)
+    casefacts = (written["casefacts"].path / "README.md").read_text()
+    assert "Train on `train`" not in casefacts and "This release has only the `test` split (1 claims)" in casefacts
+    scotus = (written["scotus"].path / "README.md").read_text()
+    assert "winning_party_is_first" not in scotus
+    for value in ("none", "(empty: not in the legacy table)", "(empty in the legacy table)"):
+        assert f"| {value} | 1 |" in scotus and f"`{value}`" in scotus
+    aquaechr = (written["aquaechr"].path / "README.md").read_text()
+    assert "`low_quality`: the judge scored" in aquaechr
