@@ -86,7 +86,8 @@ def expand_text_rules(suite: dict, where: str) -> dict:
         if rules is None:
             raise ValueError(f"{where}: no text rule set {name!r} in {TEXT_RULES_FILE} "
                              f"(known: {', '.join(sorted(text_rules()))})")
-        expectations += [{"type": rule["type"], "kwargs": {**rule["kwargs"], **kwargs}} for rule in rules]
+        expectations += [{"type": rule["type"], "kwargs": {**rule["kwargs"], **kwargs}, "meta": {"text_rules": name}}
+                         for rule in rules]
     return {**suite, "expectations": expectations}
 
 

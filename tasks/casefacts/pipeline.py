@@ -87,9 +87,7 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     name = f"casefacts_{table}"
     identifiers = {"schema": stage_schema(table), "table": name, "key": key}
     if frame.empty:
-        with transaction(ctx.con):
-            run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
-            run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
+        _clear(ctx, identifiers)
         ctx.report.add(f"{table}.rows", 0)
         _stage_artifact(table, 0, 0, [])
         return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
@@ -97,11 +95,21 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
                             identifiers=identifiers,
                             change_counts_sql="ops/row_change_counts.sql" if deliverable else None)
+    if not outcome.staged and not (deliverable and outcome.batch_rejected):
+        # nothing passed the gate: this build's stage holds no row (never the last build's rows); a rejected batch
+        # of the deliverable leaves curated as it was, as every rejected batch does
+        _clear(ctx, identifiers)
     # the dataset's claims are the build's records: new/changed in the columns every stage shares
     outcome.report_to(ctx.report, f"{table}.rows", changes_prefix=f"{table}.", records=deliverable)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
     return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()
+
+
+def _clear(ctx: BuildContext, identifiers: dict) -> None:
+    with transaction(ctx.con):
+        run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
+        run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:

@@ -522,7 +522,7 @@ def test_degenerate_drafts_are_rejected_by_the_content_gate_and_an_evaluation_mo
                                       out_dir=str(tmp_path / "reports"), plots=False)
     report, _ = eval_pipeline.run_eval(config, params)
     assert report.counts["drafts_rejected"] == 9 and report.counts["judge_llm_calls"] == 3
-    assert report.failures[-1] == (f"evaluation of {double.DRAFTER}: 9 of 12 items failed (9 rejected by the "
+    assert report.failures[0] == (f"evaluation of {double.DRAFTER}: 9 of 12 items failed (9 rejected by the "
                                    "content gate); its means are over the 3 that did not, not a result")
     rows = {r["gold"]["task"]: r for r in outputs(db_path, report.results["eval_run_ids"][double.DRAFTER])}
     assert "expect_column_values_to_not_echo_prompt on draft" in rows["reasoning"]["reason"]

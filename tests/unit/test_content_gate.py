@@ -111,3 +111,22 @@ def test_every_suite_loads_and_names_only_known_rule_sets():
         suite = gate.load_suite_json(path.stem)
         assert all(e["type"] != gate.INCLUDE_TEXT_RULES for e in suite["expectations"]), path.name
     assert json.loads((EXPECTATIONS_DIR / gate.TEXT_RULES_FILE).read_text())
+
+
+def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(db_path):
+    """Found in the nightly on the samples: with every generated claim quarantined, build.casefacts_generated kept
+    the previous build's 9 claims, and the factuality check was asked about them."""
+    from caseforge.runs import StageReport
+    from caseforge.tasks.casefacts.config import BuildConfig
+    from caseforge.tasks.casefacts.pipeline import BuildContext, _load
+
+    con = connect(db_path)
+    ctx = BuildContext(con, 1, StageReport("build casefacts"), BuildConfig(), backends={})
+
+    def generated(claims):
+        return pd.DataFrame({"claim_id": [f"c{i}" for i in range(len(claims))], "case_id": 1,
+                             "claim_index": range(len(claims)), "claim": claims, "model": "m"})
+
+    assert len(_load(ctx, "generated", generated(GOOD_CLAIMS), "claim_id")) == 2
+    assert len(_load(ctx, "generated", generated(GENERATED_CLAIMS[:2]), "claim_id")) == 0
+    assert con.execute("SELECT count(*) FROM build.casefacts_generated").fetchone() == (0,)

@@ -125,9 +125,10 @@ def store_step(session: RunSession, params: EvalParams, items: list[dict], gener
         session.report.add("item_outputs_stored", len(results))
         failed = sum(r.status == "failed" for r in results)
         if failed * 2 > len(results):
-            session.report.fail(f"evaluation of {model}: {failed} of {len(results)} items failed "
-                                f"({store.failure_summary(results)}); its means are over the "
-                                f"{len(results) - failed} that did not, not a result")
+            # the verdict first, so that the summary's one-line note of the stage says it
+            session.report.failures.insert(0, f"evaluation of {model}: {failed} of {len(results)} items failed "
+                                              f"({store.failure_summary(results)}); its means are over the "
+                                              f"{len(results) - failed} that did not, not a result")
     return run_ids
 
 
