@@ -86,26 +86,34 @@ def no_character_run(text: str, max_run: int) -> bool:
 
 
 @lru_cache(maxsize=64)
-def prompt_ngrams(patterns: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]]:
-    """The n-grams of tokens of the fixed text of the prompt templates matching `patterns` (globs under prompts/):
-    the instructions, not what a template fills in (each stretch between two template tags is its own text)."""
-    grams: set[tuple[str, ...]] = set()
+def prompt_stretches(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """The tokens of the fixed text of the prompt templates matching `patterns` (globs under prompts/): the
+    instructions, not what a template fills in (each stretch between two template tags is its own text)."""
     paths = sorted({path for pattern in patterns for path in PROMPTS_DIR.glob(pattern)})
     if not paths:
         raise FileNotFoundError(f"no prompt template matches {', '.join(patterns)} under {PROMPTS_DIR}")
-    for path in paths:
-        for stretch in _JINJA.split(path.read_text(encoding="utf-8")):
-            found = tokens(stretch)
-            grams.update(tuple(found[i:i + n]) for i in range(len(found) - n + 1))
-    return frozenset(grams)
+    return tuple(tuple(tokens(stretch)) for path in paths
+                 for stretch in _JINJA.split(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=64)
+def prompt_ngrams(patterns: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]]:
+    """Every run of `n` tokens of the prompts' instructions (prompt_stretches)."""
+    return frozenset(tuple(stretch[i:i + n]) for stretch in prompt_stretches(patterns)
+                     for i in range(len(stretch) - n + 1))
 
 
 def no_prompt_echo(text: str, templates: tuple[str, ...] | list[str], n: int) -> bool:
-    """The text shares no run of `n` tokens with the instructions of the prompt templates `templates`."""
+    """The text shares no run of `n` tokens with the instructions of the prompt templates `templates`, and is not,
+    shorter than that, a piece of them (a reason that reads "one sentence", the placeholder the prompt's answer
+    format gave)."""
     found = tokens(text)
-    instructions = prompt_ngrams(tuple(templates), n)
+    patterns = tuple(templates)
+    if 2 <= len(found) < n:
+        return not any(tuple(stretch[i:i + len(found)]) == tuple(found) for stretch in prompt_stretches(patterns)
+                       for i in range(len(stretch) - len(found) + 1))
+    instructions = prompt_ngrams(patterns, n)
     return not any(tuple(found[i:i + n]) in instructions for i in range(len(found) - n + 1))
-
 
 def longest_shared_run(first: str, second: str) -> int:
     """The longest run of tokens that appears in both texts."""

@@ -130,3 +130,23 @@ def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(d
     assert len(_load(ctx, "generated", generated(GOOD_CLAIMS), "claim_id")) == 2
     assert len(_load(ctx, "generated", generated(GENERATED_CLAIMS[:2]), "claim_id")) == 0
     assert con.execute("SELECT count(*) FROM build.casefacts_generated").fetchone() == (0,)
+
+
+def test_an_answer_whose_reasoning_is_degenerate_is_a_failed_item(db_path):
+    """CASE baselines: a reply whose reasoning only repeats its prompt's placeholder ("two or three sentences", what
+    the recorded double wrote) or is a run of one character is a failed item, counted wrong, not a scored answer."""
+    from caseforge.evalstore import ItemResult, gate_outputs
+    from caseforge.tasks.case.eval import barexam
+
+    def item(key, reasoning):
+        return ItemResult(key, "A", {"answer": "A"}, {"answer": "A", "reasoning": reasoning}, {"accuracy": 1.0})
+
+    items = [item("q1", "two or three sentences"), item("q2", "A" * 40),
+             item("q3", "The rule against perpetuities voids the gift, so option A is right.")]
+    con = connect(db_path)
+    out = gate_outputs(con, 1, barexam.ANSWERS_SUITE, items, {"reasoning": "reasoning"}, barexam.FAILED_SCORES)
+    assert [(i.status, i.scores) for i in out] == [("failed", {"accuracy": 0.0})] * 2 + [("ok", {"accuracy": 1.0})]
+    assert "expect_column_values_to_not_echo_prompt on reasoning" in out[0].reason
+    assert "expect_column_values_to_not_run_one_character on reasoning" in out[1].reason
+    assert barexam.summarise(out)["n_failed"] == 2
+    assert con.execute("SELECT count(*) FROM ops.quarantine WHERE table_name = 'case_answers'").fetchone() == (2,)
