@@ -28,8 +28,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     if items.empty:
         raise NothingToRelease("curated.casegen_items is empty: run `caseforge build casegen` first")
     items["inputs"] = items["inputs"].map(json.loads)
-    skips = {f"{task}: {reason}": int(n) for task, reason, n in con.execute(
-        "SELECT task, reason, count(*) FROM curated.casegen_item_skips GROUP BY ALL").fetchall()}
+    skips = {f"{task}: {reason}": int(n) for task, reason, n in run_sql(con, "casegen/release_skips.sql").fetchall()}
     card = {
         "title": "CaseGen drafting items (caseforge build)",
         "description": "Chinese judgment drafting tasks: for each task (defense, facts, reasoning, judgment) "
