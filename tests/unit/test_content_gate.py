@@ -150,3 +150,17 @@ def test_an_answer_whose_reasoning_is_degenerate_is_a_failed_item(db_path):
     assert "expect_column_values_to_not_run_one_character on reasoning" in out[1].reason
     assert barexam.summarise(out)["n_failed"] == 2
     assert con.execute("SELECT count(*) FROM ops.quarantine WHERE table_name = 'case_answers'").fetchone() == (2,)
+
+
+def test_a_degenerate_attributed_answer_is_a_failed_output_not_scored(db_path):
+    from caseforge.tasks.aquaechr.eval.pipeline import gate_answers
+    from caseforge.tasks.aquaechr.eval.systems import SystemOutput
+
+    good = ("States must protect life by law and investigate deaths caused by force [1]. The obligation is one of "
+            "means, not of result [2].")
+    outputs = [SystemOutput("a", "the the the the the the the the the the the the the the the the the the the the"),
+               SystemOutput("b", good), SystemOutput("c", None, status="failed", reason="call failed")]
+    out = gate_answers(connect(db_path), outputs)
+    assert [(o.status, (o.reason or "")[:28]) for o in out] == [
+        ("failed", "rejected by the content gate"), ("ok", ""), ("failed", "call failed")]
+    assert "expect_column_values_to_not_repeat_one_token on answer" in out[0].reason
