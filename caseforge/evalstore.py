@@ -18,6 +18,8 @@ import duckdb
 from caseforge.outputs import replacing_file, write_text_atomically
 from caseforge.warehouse import run_sql, sql_text, transaction
 
+CONTENT_GATE = "rejected by the content gate"
+
 
 @dataclass
 class ItemResult:
@@ -28,6 +30,32 @@ class ItemResult:
     scores: dict[str, float] = field(default_factory=dict)
     status: str = "ok"           # ok | failed | skipped
     reason: str | None = None
+
+
+def gate_outputs(con: duckdb.DuckDBPyConnection, run_id: int | None, suite: str, items: list[ItemResult],
+                 columns: dict[str, str], failed_scores: dict[str, float] | None = None) -> list[ItemResult]:
+    """What a model wrote for the items through the content gate (expectations/<suite>.json on the columns
+    {column: key of `predicted`}, plus item_id): an item whose output breaks a rule becomes a failed item with the
+    rules as its reason and `failed_scores` as its scores (what a failed item scores in this evaluation); the rows
+    are quarantined and the validation recorded like any gate's. Items already failed are left as they are."""
+    from caseforge import gate
+
+    checked = [i for i in items if i.status != "failed"]
+    if not checked:
+        return items
+    import pandas as pd
+
+    frame = pd.DataFrame({"item_id": [i.item_id for i in checked],
+                          **{column: [i.predicted.get(key) for i in checked] for column, key in columns.items()}})
+    result = gate.validate(suite, frame)
+    gate.record(con, run_id, frame, result, key_column="item_id")
+    rejected = {checked[p].item_id: "; ".join(result.failed_rows.get(p, result.batch_reasons))
+                for p in range(len(checked)) if result.batch_rejected or p in result.failed_rows}
+    for item in items:
+        if item.item_id in rejected:
+            item.status, item.reason = "failed", f"{CONTENT_GATE}: {rejected[item.item_id]}"
+            item.scores = dict(failed_scores or {})
+    return items
 
 
 def eval_run_id(task: str, system: str, dataset_sha: str, params: dict) -> str:

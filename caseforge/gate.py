@@ -1,9 +1,15 @@
 """The quality gate: validate a batch against its great-expectations suite before it is written.
 
 Suites live in expectations/<table>.json. An expectation that fails on particular rows
-(a null name, a malformed term) quarantines those rows with the reason and lets the rest
-land. A table-level failure (row count, duplicate keys) or too many bad rows (the parser is
-probably broken) rejects the whole batch: nothing is written and the run says so.
+(a null name, a malformed term, degenerate text a model wrote) quarantines those rows with the
+reason and lets the rest land. A table-level failure (row count, duplicate keys) or too many bad
+rows (the parser, or the model, is probably broken) rejects the whole batch: nothing is written
+and the run says so; each row keeps its own reasons in the quarantine.
+
+Besides great-expectations' own expectations a suite may name the text checks of
+caseforge.text_expectations, and include a named set of them for one column with
+{"type": "include_text_rules", "kwargs": {"column": C, "rules": NAME, ...}}: the set NAME of
+expectations/text_rules.json, each given `column` and the other kwargs (a row_condition, say).
 """
 from __future__ import annotations
 
@@ -55,11 +61,41 @@ class GateResult:
         return self.rows_checked if self.batch_rejected else len(self.failed_rows)
 
 
+INCLUDE_TEXT_RULES = "include_text_rules"
+TEXT_RULES_FILE = "text_rules.json"
+
+
 def load_suite_json(table: str) -> dict:
+    """expectations/<table>.json, with every include_text_rules entry replaced by the expectations of its set."""
     path = EXPECTATIONS_DIR / f"{table}.json"
     if not path.exists():
         raise FileNotFoundError(f"no expectation suite for {table}: expected {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return expand_text_rules(json.loads(path.read_text(encoding="utf-8")), path.name)
+
+
+def expand_text_rules(suite: dict, where: str) -> dict:
+    """`suite` with each include_text_rules entry replaced by its set's expectations, given its other kwargs."""
+    expectations = []
+    for expectation in suite["expectations"]:
+        if expectation["type"] != INCLUDE_TEXT_RULES:
+            expectations.append(expectation)
+            continue
+        kwargs = dict(expectation["kwargs"])
+        name = kwargs.pop("rules")
+        rules = text_rules().get(name)
+        if rules is None:
+            raise ValueError(f"{where}: no text rule set {name!r} in {TEXT_RULES_FILE} "
+                             f"(known: {', '.join(sorted(text_rules()))})")
+        expectations += [{"type": rule["type"], "kwargs": {**rule["kwargs"], **kwargs}, "meta": {"text_rules": name}}
+                         for rule in rules]
+    return {**suite, "expectations": expectations}
+
+
+@lru_cache(maxsize=1)
+def text_rules() -> dict[str, list[dict]]:
+    """expectations/text_rules.json: rule set name -> its expectations (without a column)."""
+    rules = json.loads((EXPECTATIONS_DIR / TEXT_RULES_FILE).read_text(encoding="utf-8"))
+    return {name: value for name, value in rules.items() if not name.startswith("_")}
 
 
 @lru_cache(maxsize=1)
@@ -67,6 +103,8 @@ def _context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx  # slow import (seconds): only when a gate runs
     from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    import caseforge.text_expectations  # noqa: F401 - registers the text checks as expectations
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
@@ -79,7 +117,8 @@ def _context():
 
 
 def _describe(expectation: dict) -> str:
-    kwargs = {k: v for k, v in expectation.get("kwargs", {}).items() if k not in ("column", "batch_id")}
+    kwargs = {k: v for k, v in expectation.get("kwargs", {}).items()
+              if k not in ("column", "batch_id", "row_condition", "condition_parser")}
     column = expectation.get("kwargs", {}).get("column")
     where = f" on {column}" if column else ""
     extra = f" {json.dumps(kwargs, ensure_ascii=False, default=str)}" if kwargs else ""
@@ -97,18 +136,18 @@ def _gx_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def validate(table: str, frame: pd.DataFrame) -> GateResult:
-    """The batch against its table's suite; a progress line says how it went and how long it took."""
+def validate(table: str, frame: pd.DataFrame, suite_json: dict | None = None) -> GateResult:
+    """The batch against its table's suite (or `suite_json`, a suite in the same form); a progress line says how
+    it went and how long it took."""
     started = time.monotonic()
-    result = _validate(table, frame)
+    result = _validate(table, frame, suite_json or load_suite_json(table))
     log.info("gate %s: %d rows checked, %d passed, %s in %.1fs", table, result.rows_checked, len(result.passed),
              "batch rejected" if result.batch_rejected else f"{len(result.failed_rows)} quarantined",
              time.monotonic() - started)
     return result
 
 
-def _validate(table: str, frame: pd.DataFrame) -> GateResult:
-    suite_json = load_suite_json(table)
+def _validate(table: str, frame: pd.DataFrame, suite_json: dict) -> GateResult:
     frame = frame.reset_index(drop=True)
     result = GateResult(table=table, suite=suite_json["name"], rows_checked=len(frame), passed=frame)
     safe = _gx_safe(frame)
@@ -135,7 +174,7 @@ def _validate(table: str, frame: pd.DataFrame) -> GateResult:
     if len(frame) >= MIN_ROWS_FOR_FRACTION_RULE and len(result.failed_rows) > fraction * len(frame):
         result.batch_reasons.append(
             f"{len(result.failed_rows)} of {len(frame)} rows failed (more than {fraction:.0%}): "
-            "the parser is probably broken"
+            f"{meta.get('broken', 'the parser')} is probably broken"
         )
     if result.batch_reasons:
         result.batch_rejected = True
@@ -173,7 +212,8 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
         if i < 0 or i >= len(frame):
             continue
         row = frame.iloc[i]
-        why = reason if result.batch_rejected else "gate: " + "; ".join(result.failed_rows[i])
+        own = "gate: " + "; ".join(result.failed_rows[i]) if i in result.failed_rows else None
+        why = "; ".join(filter(None, [own, reason])) if result.batch_rejected else own
         key = str(row[key_column]) if key_column and key_column in row and row[key_column] is not None else None
         sha = row.get("raw_sha256") if "raw_sha256" in row else None
         quarantined.append((run_id, result.table, key, "gate", why, _row_json(row), sha, now))

@@ -26,13 +26,13 @@ The modules (each imports only those listed before it):
     licences.py    LICENCES of the sources, the SPDX ids and URLs of the licence a release carries, licence_id
     fresh.py       FreshCutoff, choose_cutoff, the previous release's release.json, the `[release]` settings
     content.py     ReleaseContent: what the card, croissant.json and release.json are written from
-    card.py        render_card (README.md with its front matter), md_table, card_rows, size_category
+    card.py        render_card (README.md with its front matter), md_table, card_rows, release_rows, size_category
     croissant.py   croissant() (croissant.json), croissant_type, CROISSANT_CONTEXT, validate_croissant
     writer.py      write_release, NothingToRelease, Release, canonical_order, read_manifest, verify_release
 
 This package re-exports the names used outside it.
 """
-from caseforge.release.card import card_rows, md_table
+from caseforge.release.card import card_rows, md_table, release_rows
 from caseforge.release.croissant import validate_croissant
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA
 from caseforge.release.licences import LICENCE_IDS, LICENCES
@@ -40,5 +40,5 @@ from caseforge.release.writer import NothingToRelease, Release, read_manifest, v
 
 __all__ = [
     "CROISSANT", "FRESH", "LICENCES", "LICENCE_IDS", "MANIFEST", "METADATA", "NothingToRelease", "Release",
-    "card_rows", "md_table", "read_manifest", "validate_croissant", "verify_release", "write_release",
+    "card_rows", "md_table", "read_manifest", "release_rows", "validate_croissant", "verify_release", "write_release",
 ]

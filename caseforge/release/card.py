@@ -18,6 +18,15 @@ def card_rows(con, statement: str, params=None) -> list[dict]:
     return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
 
+def release_rows(con, statement: str, params=None):
+    """The rows of one statement under sql/ as a frame, with the warehouse's type of each column as Arrow gives it
+    (a DATE stays a date and an INTEGER an integer even where every row is NULL): (frame, column -> Arrow type)."""
+    from caseforge.warehouse import run_sql
+
+    table = run_sql(con, statement, params).to_arrow_table()
+    return table.to_pandas(integer_object_nulls=True), dict(zip(table.schema.names, table.schema.types))
+
+
 def md_table(headers: list[str], rows: list[list]) -> str:
     def cell(value) -> str:
         text = "" if value is None else str(value)
@@ -32,7 +41,8 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
 
     `release.card` keys (all optional unless said): title, description, licence (the LICENCES entry whose terms
     the release carries; required for the front matter's licence), language [codes], task_categories, tags,
-    sources (names of LICENCES), distributions {name: {value: count}}, quality [rows], stages [{stage, model,
+    sources (names of LICENCES), distributions {name: {value: count}}, distribution_notes {name: what its values
+    mean (every value that is not self-explanatory)}, quality [rows], stages [{stage, model,
     template_id, template_sha}], build (how it was built, Markdown), intended_use, limitations, citation
     (BibTeX of the method the release follows), notes."""
     card = release.card
@@ -70,7 +80,10 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
     for name, distribution in sorted(card.get("distributions", {}).items()):
         total = sum(distribution.values()) or 1
         rows = [[k, v, f"{100 * v / total:.1f}%"] for k, v in sorted(distribution.items(), key=lambda kv: (-kv[1], str(kv[0])))]
-        parts += [f"### Distribution: {name}", "", md_table(["value", "count", "share"], rows), ""]
+        parts += [f"### Distribution: {name}", ""]
+        if card.get("distribution_notes", {}).get(name):
+            parts += [card["distribution_notes"][name].strip(), ""]
+        parts += [md_table(["value", "count", "share"], rows), ""]
     parts += ["### Provenance", ""]
     if release.payload_digest:
         parts += [f"{release.payload_count} upstream payloads are listed with their sha256 in "

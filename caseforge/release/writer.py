@@ -40,43 +40,96 @@ class Release:
     manifest_sha256: str
 
 
-def _plain(value):
-    """A JSON-ready Python value for one cell (numpy, dates, decimals, bytes, NaN)."""
-    if value is None:
+def _cell(value):
+    """A pandas cell as the Python value Arrow takes: a missing value (None, NaN, pd.NA, NaT) is None, numpy values
+    and arrays plain Python, a Timestamp a datetime."""
+    if isinstance(value, np.ndarray):
+        return [_cell(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_cell(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _cell(v) for k, v in value.items()}
+    if value is None or value is pd.NA or value is pd.NaT:
         return None
-    if isinstance(value, (np.generic,)):
+    if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, (pd.Timestamp, dt.datetime, dt.date, dt.time)):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    return value
+
+
+def _plain(value):
+    """A JSON value for one Arrow value: dates and times in ISO 8601, decimals as text, bytes as hex."""
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, bytes):
         return value.hex()
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    if value is pd.NaT:
-        return None
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
-    columns = list(frame.columns)
-    return [{c: _plain(v) for c, v in zip(columns, row)} for row in frame.itertuples(index=False, name=None)]
+def _records(table: pa.Table) -> list[dict]:
+    return [{name: _plain(value) for name, value in row.items()} for row in table.to_pylist()]
 
 
-def canonical_order(frame: pd.DataFrame) -> pd.DataFrame:
+def null_typed(arrow_type: pa.DataType) -> bool:
+    """Whether `arrow_type` is null anywhere inside it (a list of null, a struct member of type null)."""
+    if pa.types.is_null(arrow_type):
+        return True
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return null_typed(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return any(null_typed(member.type) for member in arrow_type)
+    return False
+
+
+def _unknown_keys(value, arrow_type: pa.DataType, where: str) -> list[str]:
+    """Dict keys in `value` that `arrow_type` has no member for (Arrow would drop them without a word)."""
+    if isinstance(value, dict) and pa.types.is_struct(arrow_type):
+        members = {m.name: m.type for m in arrow_type}
+        found = [f"{where}.{k}" for k in value if k not in members]
+        return found + [p for k, v in value.items() if k in members for p in _unknown_keys(v, members[k], f"{where}.{k}")]
+    if isinstance(value, list) and (pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)):
+        return [p for v in value for p in _unknown_keys(v, arrow_type.value_type, f"{where}[]")]
+    return []
+
+
+def typed_table(dataset: str, name: str, frame: pd.DataFrame, types: dict[str, pa.DataType]) -> pa.Table:
+    """The rows of one split as Arrow, every column typed: by `types` (the warehouse's own types, and those of the
+    columns a release builds from JSON), else as Arrow infers it. A column whose type would still be null somewhere
+    (null in every row, a list empty in every row: readers such as `datasets` then type it Value('null')), and a
+    value with a member its struct type lacks, are refused with their names."""
+    arrays = []
+    for column in frame.columns:
+        values = [_cell(v) for v in frame[column]]
+        arrow_type = types.get(column)
+        if arrow_type is not None:
+            lost = sorted({p for v in values for p in _unknown_keys(v, arrow_type, column)})
+            if lost:
+                raise ValueError(f"{dataset}: {name}: {', '.join(lost)} has no place in the type of {column} "
+                                 f"({arrow_type}): add it to the release's types")
+        arrays.append(pa.array(values, type=arrow_type))
+    table = pa.Table.from_arrays(arrays, names=[str(c) for c in frame.columns])
+    untyped = [f"{f.name} ({f.type})" for f in table.schema if null_typed(f.type)]
+    if untyped:
+        raise ValueError(f"{dataset}: {name}: no type for column(s) {', '.join(untyped)}: give each its Arrow "
+                         "type (the release's `types`)")
+    return table
+
+
+def canonical_order(table: pa.Table) -> pa.Table:
     """Rows sorted by their canonical JSON form: the order rows arrived in does not matter."""
-    if frame.empty:
-        return frame.reset_index(drop=True)
-    keys = [json.dumps(r, sort_keys=True, ensure_ascii=False, default=str) for r in _records(frame)]
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    return frame.iloc[order].reset_index(drop=True)
+    keys = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in _records(table)]
+    return table.take(pa.array(sorted(range(len(keys)), key=keys.__getitem__), pa.int64()))
 
 
 def _sha256(path: Path) -> str:
@@ -87,11 +140,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _arrow(frame: pd.DataFrame) -> pa.Table:
-    # pandas metadata names the library version only; drop it so the file depends on rows and schema
-    return pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
-
-
 def _write_jsonl(records: list[dict], path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="\n") as out:
         for record in records:
@@ -100,18 +148,21 @@ def _write_jsonl(records: list[dict], path: Path) -> None:
 
 
 
-def _write_table(frame: pd.DataFrame, table: pa.Table, folder: Path, name: str) -> dict[str, str]:
+def _write_table(table: pa.Table, folder: Path, name: str) -> dict[str, str]:
     pq.write_table(table, folder / f"{name}.parquet", **PARQUET_OPTIONS)
-    _write_jsonl(_records(frame), folder / f"{name}.jsonl")
+    _write_jsonl(_records(table), folder / f"{name}.jsonl")
     return {f"data/{name}.{ext}": _sha256(folder / f"{name}.{ext}") for ext in ("parquet", "jsonl")}
 
 
 def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
                   source_payloads: pd.DataFrame | None = None, *, columns: dict[str, str], date_column: str,
-                  fresh_after: str | None = None, fresh_months: int | None = None) -> Release:
+                  types: dict[str, pa.DataType] | None = None, fresh_after: str | None = None,
+                  fresh_months: int | None = None) -> Release:
     """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
 
-    `columns`: the meaning of every released column (a column without one is refused). `date_column`: the column,
+    `columns`: the meaning of every released column (a column without one is refused). `types`: the Arrow type of
+    columns whose type the rows alone cannot tell (typed_table; a column left untyped is refused). The JSONL holds
+    JSON nulls for missing values and ISO 8601 dates. `date_column`: the column,
     in every table, holding the date of the row's source document (decision or judgment date); it dates the
     release and picks the fresh split. `fresh_after` / `fresh_months`: the settings' `[release]` values unless
     given. `source_payloads`: optional frame with columns source, key, sha256 (the payloads behind the rows).
@@ -135,24 +186,23 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
     previous = _previous_release(final)
     with staged_folder(final) as staging:
         (staging / "data").mkdir()
-        ordered = {name: canonical_order(frame) for name, frame in sorted(tables.items())}
-        arrow = {name: _arrow(frame) for name, frame in ordered.items()}
+        arrow = {name: canonical_order(typed_table(dataset, name, frame, types or {}))
+                 for name, frame in sorted(tables.items())}
         files: dict[str, str] = {}
-        for name, frame in ordered.items():
-            files.update(_write_table(frame, arrow[name], staging / "data", name))
+        for name, table in arrow.items():
+            files.update(_write_table(table, staging / "data", name))
         data_digest = hashlib.sha256("".join(f"{files[f'data/{name}.jsonl']}  {name}\n"
-                                             for name in ordered).encode()).hexdigest()
-        dates = {name: [_as_date(v) for v in frame[date_column]] for name, frame in ordered.items()}
+                                             for name in arrow).encode()).hexdigest()
+        dates = {name: [_as_date(v) for v in table[date_column].to_pylist()] for name, table in arrow.items()}
         known = [d for values in dates.values() for d in values if d is not None]
         newest = max(known) if known else None
         fresh = choose_cutoff(newest, data_digest, previous, fresh_after, fresh_months)
         cutoff = _as_date(fresh.cutoff) if fresh.cutoff else None
-        picked = [frame[[d is not None and cutoff is not None and d > cutoff for d in dates[name]]]
-                  for name, frame in ordered.items()]
-        schema = pa.unify_schemas([t.schema for t in arrow.values()], promote_options="permissive")
-        fresh_frame = canonical_order(pd.concat(picked, ignore_index=True))
-        arrow[FRESH] = pa.Table.from_pandas(fresh_frame, schema=schema, preserve_index=False).replace_schema_metadata(None)
-        files.update(_write_table(fresh_frame, arrow[FRESH], staging / "data", FRESH))
+        picked = [table.filter(pa.array([d is not None and cutoff is not None and d > cutoff for d in dates[name]],
+                                        pa.bool_()))
+                  for name, table in arrow.items()]
+        arrow[FRESH] = canonical_order(pa.concat_tables(picked, promote_options="permissive"))
+        files.update(_write_table(arrow[FRESH], staging / "data", FRESH))
         data_date = newest.isoformat() if newest else None
         version = (f"{newest.year}.{newest.month}.{newest.day}" if newest else "0.0.0") + f"+{data_digest[:12]}"
         content = ReleaseContent(card, dict(columns), date_column, arrow, files, data_digest, data_date, version, fresh)

@@ -21,7 +21,8 @@ staged AS (
     LEFT JOIN build.casefacts_kept_claims k ON k.claim_id = c.claim_id
 )
 SELECT c.claim_id, c.fact_id, c.claim, c.label, c.split,
-       c.evidence_case_ids, c.overruling_case_ids,
+       CAST(c.evidence_case_ids AS BIGINT[]) AS evidence_case_ids,
+       CAST(c.overruling_case_ids AS BIGINT[]) AS overruling_case_ids,
        (SELECT list(s.name ORDER BY s.name) FROM curated.scotus_cases s
         WHERE list_contains(CAST(c.evidence_case_ids AS BIGINT[]), s.case_id)) AS evidence_case_names,
        (SELECT list(s.name ORDER BY s.name) FROM curated.scotus_cases s

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
-from caseforge.tasks.aquaechr.release_columns import COLUMNS
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
 from caseforge.warehouse import run_sql
 
 DATASET = "aquaechr"
@@ -24,6 +24,24 @@ CITATION = """@misc{weidinger_aquaechr,
   author = {Weidinger, Korbinian Q. and Santosh, T. Y. S. S. and Ichim, Oana and Grabmair, Matthias},
   note   = {Technical University of Munich; Graduate Institute of International and Development Studies, Geneva}
 }"""
+
+
+# what each removal reason (the part before ':' or ' (' of curated.aquaechr_qa.removal_reason) means
+REMOVAL_REASONS = {
+    "low_quality": "the judge scored comprehensiveness, conciseness or fluency at or below the threshold",
+    "not_judged": "the judge gave no scores",
+    "empty_answer": "no answer sentence was extracted",
+    "llm_failed": "the model's call for the question or the answer failed",
+    "judge_failed": "the judge's call failed",
+    "invalid_ids": "the model chose paragraphs or sentences that the window does not have",
+    "non_english_citation": "the answer cites a judgment that is not in English",
+    "whole_case_citation": "the answer cites a whole case without a pinpoint paragraph",
+    "unresolved_citation": "a cited case could not be resolved to a HUDOC judgment",
+    "no_resolved_pinpoint": "no citation resolves to a judgment paragraph",
+    "names_case_or_country": "the question names a case or a country",
+    "duplicate_question_of": "the question repeats an earlier kept question (cosine similarity at or above the "
+                             "dedupe threshold)",
+}
 
 
 def token_count(text: str) -> int:
@@ -48,7 +66,7 @@ def distributions_of(pairs: pd.DataFrame) -> dict[str, list[int]]:
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    pairs = run_sql(con, "aquaechr/release_pairs.sql").df()
+    pairs, types = release_rows(con, "aquaechr/release_pairs.sql")
     if pairs.empty:
         removals = run_sql(con, "aquaechr/removal_reasons.sql").fetchall()
         if not removals:
@@ -59,8 +77,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         raise NothingToRelease(f"curated.aquaechr_qa keeps none of its {sum(n for _, n in removals)} pairs "
                                f"(removed: {removed}){hint}")
     pairs["citations"] = pairs["citations"].map(json.loads)
-    pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(
-        lambda v: [] if v is None or v is pd.NA else list(v))
+    pairs["source_payload_sha256"] = pairs["source_payload_sha256"].map(lambda v: [] if v is None else list(v))
     per_guide = run_sql(con, "aquaechr/counts_by_guide_strategy.sql").fetchall()
     removals = {reason: int(n) for reason, n in run_sql(con, "aquaechr/removal_reasons.sql").fetchall()}
     stats = distributions_of(pairs)
@@ -95,6 +112,13 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
             "guide (kept pairs)": {str(k): int(v) for k, v in pairs["guide_id"].value_counts().items()},
             "removal reason": removals,
         },
+        "distribution_notes": {
+            "strategy (kept pairs)": "The question strategies: i one guide paragraph, ii several paragraphs, iii "
+                                     "chosen sentences, iv-a search for related paragraphs, iv-b and iv-c the same "
+                                     "with expert reasoning paths.",
+            "removal reason": "; ".join(f"`{reason}`: {REMOVAL_REASONS.get(reason, 'no description recorded')}"
+                                        for reason in sorted(removals)) + ".",
+        },
         "notes": "\n".join([f"- {name} (tokens = words and punctuation marks): {summary(values)}"
                             for name, values in stats.items()] +
                            ["", "Kept and removed pairs per guide and strategy:", ""] +
@@ -103,4 +127,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     payloads = run_sql(con, "aquaechr/release_payloads.sql").df()
     return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card,
                          source_payloads=payloads if not payloads.empty else None,
-                         columns=COLUMNS, date_column="source_date")
+                         columns=COLUMNS, types={**types, **TYPES}, date_column="source_date")

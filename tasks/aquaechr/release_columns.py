@@ -1,5 +1,7 @@
 """What each column of the aquaechr release means (the dataset card's column table and croissant.json read it;
-the release writer refuses a column that has no entry here)."""
+the release writer refuses a column that has no entry here), and the type of the column the release builds from
+JSON (the warehouse types the others)."""
+import pyarrow as pa
 
 COLUMNS: dict[str, str] = {
     "qa_id": "identifier of the question–answer pair",
@@ -22,4 +24,15 @@ COLUMNS: dict[str, str] = {
     "prompt_sha256": "sha256 of the question prompt template of that call",
     "judge_model": "the model that scored the pair",
     "judge_prompt_sha256": "sha256 of the judge's prompt template",
+}
+
+# citations: caseforge.tasks.aquaechr.attribution.sentence_records
+_CITATION = pa.struct([
+    ("case_name", pa.string()), ("year", pa.int64()), ("itemid", pa.string()), ("pinpoints", pa.list_(pa.string())),
+    ("language", pa.string()),
+    ("passages", pa.list_(pa.struct([("para_no", pa.string()), ("text", pa.string())]))),
+])
+TYPES: dict[str, pa.DataType] = {
+    "citations": pa.list_(pa.struct([("sentence", pa.string()), ("guide_para_no", pa.string()),
+                                     ("citations", pa.list_(_CITATION))])),
 }

@@ -87,9 +87,7 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     name = f"casefacts_{table}"
     identifiers = {"schema": stage_schema(table), "table": name, "key": key}
     if frame.empty:
-        with transaction(ctx.con):
-            run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
-            run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
+        _clear(ctx, identifiers)
         ctx.report.add(f"{table}.rows", 0)
         _stage_artifact(table, 0, 0, [])
         return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
@@ -97,11 +95,21 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
     outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
                             identifiers=identifiers,
                             change_counts_sql="ops/row_change_counts.sql" if deliverable else None)
+    if not outcome.staged and not (deliverable and outcome.batch_rejected):
+        # nothing passed the gate: this build's stage holds no row (never the last build's rows); a rejected batch
+        # of the deliverable leaves curated as it was, as every rejected batch does
+        _clear(ctx, identifiers)
     # the dataset's claims are the build's records: new/changed in the columns every stage shares
     outcome.report_to(ctx.report, f"{table}.rows", changes_prefix=f"{table}.", records=deliverable)
     _stage_artifact(table, outcome.staged, outcome.quarantined, outcome.reasons)
     # in key order: later stages index rows by position (pair orientation, screening), so it must not vary
     return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()
+
+
+def _clear(ctx: BuildContext, identifiers: dict) -> None:
+    with transaction(ctx.con):
+        run_sql(ctx.con, "ops/clear_staging_table.sql", identifiers=identifiers)
+        run_sql(ctx.con, "casefacts/replace_stage_table.sql", identifiers=identifiers)
 
 
 def _stage_artifact(table: str, staged: int, quarantined: int, reasons: list[str]) -> None:
@@ -429,7 +437,7 @@ def merge_overlaps(ctx: BuildContext, kept: pd.DataFrame, cross: pd.DataFrame,
         claim1=text[g.anchor[0]], claim2=text[g.anchor[1]]) for g in groups]
     result = _job(ctx, "overlap_merge", requests, out.MergeDecision)
     final = {cid: {"claim": text[cid], "evidence_case_ids": [case_of[cid]]} for cid in kept["claim_id"]}
-    rows = []
+    rows, kept_ids = [], []
     for g in groups:
         key = f"merge:{g.anchor[0]}|{g.anchor[1]}"
         evidence = sorted({case_of[c] for c in g.claim_ids})
@@ -450,12 +458,19 @@ def merge_overlaps(ctx: BuildContext, kept: pd.DataFrame, cross: pd.DataFrame,
                 claim = text[keep_id]
             row.update(action=decision.action, reason=decision.reason)
         row["result_claim"] = claim
+        rows.append(row)
+        kept_ids.append(keep_id)
+    # a decision the gate quarantined (a degenerate merged claim or reasoning) is treated as a failed call
+    passed = set(_load(ctx, "merges", pd.DataFrame(rows), "group_id")["group_id"])
+    for g, row, keep_id in zip(groups, rows, kept_ids):
+        claim = row["result_claim"]
+        if row["group_id"] not in passed:
+            keep_id, claim = g.anchor[0], text[g.anchor[0]]
+            ctx.report.add("overlap.decisions_quarantined")
         for cid in g.claim_ids:
             final.pop(cid, None)
-        final[keep_id] = {"claim": claim, "evidence_case_ids": evidence}
+        final[keep_id] = {"claim": claim, "evidence_case_ids": json.loads(row["evidence_case_ids"])}
         ctx.report.add("overlap.claims_absorbed", len(g.claim_ids) - 1)
-        rows.append(row)
-    _load(ctx, "merges", pd.DataFrame(rows), "group_id")
     return final
 
 
@@ -473,7 +488,7 @@ def negate(ctx: BuildContext, supported: dict[str, dict], kept: pd.DataFrame) ->
     rewrite = _job(ctx, "rewrite", [request_from_template(
         f"rw:{cid}", "casefacts/rewrite_principle.j2", params=_params(ctx.config, "rewrite"),
         claim=_clean(neg.outputs[f"neg:{cid}"].negation), target_chars=target) for cid in ok], out.Principle)
-    rows, refuted = [], {}
+    rows = []
     for cid in ids:
         row = {"claim_id": cid, "negation": None, "rewrite": None, "status": "ok", "reason": None}
         if f"neg:{cid}" in neg.failures:
@@ -487,13 +502,13 @@ def negate(ctx: BuildContext, supported: dict[str, dict], kept: pd.DataFrame) ->
                 leaks = _leaks(ctx, row["rewrite"], [case_of[cid]])
                 if leaks:
                     row.update(status="rewrite_leaks_identifiers", reason="; ".join(leaks)[:300])
-                else:
-                    refuted[cid] = row["rewrite"]
         if row["status"] != "ok":
             ctx.report.add("negation.failed")
         rows.append(row)
-    _load(ctx, "negations", pd.DataFrame(rows), "claim_id")
-    return refuted
+    # only what passed the gate becomes a REFUTED claim: a degenerate negation or rewrite is quarantined
+    table = _load(ctx, "negations", pd.DataFrame(rows), "claim_id")
+    ok = table[table["status"] == "ok"] if len(table) else table
+    return dict(zip(ok["claim_id"], ok["rewrite"])) if len(ok) else {}
 
 
 # 10. final dataset -------------------------------------------------------------------------------------------

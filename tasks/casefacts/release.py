@@ -1,13 +1,11 @@
 """The `casefacts` release: the built claims per split, with its card, written by caseforge.release."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -22,14 +20,21 @@ CITATION = """@misc{putta_casefacts,
 }"""
 
 
+def split_use(splits: dict) -> str:
+    """How to use the splits this release has (a small build may put every claim in one of them)."""
+    if {"train", "test"} <= set(splits):
+        return "Train on `train`, report on `test`."
+    only = next(iter(splits))
+    return (f"This release has only the `{only}` split ({len(splits[only])} claims): the build assigned no claim to "
+            f"`{'test' if only == 'train' else 'train'}`, so it offers no held-out evaluation of its own.")
+
+
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    claims = run_sql(con, "casefacts/export_claims.sql").df()
+    claims, types = release_rows(con, "casefacts/export_claims.sql")
     if claims.empty:
         raise NothingToRelease("curated.casefacts_claims is empty: run `caseforge build casefacts` first")
-    for column in ("evidence_case_ids", "overruling_case_ids"):
-        claims[column] = claims[column].map(json.loads)
     for column in ("evidence_case_names", "overruling_case_names", "source_payload_sha256"):
-        claims[column] = claims[column].map(lambda v: [] if v is None or v is pd.NA else list(v))
+        claims[column] = claims[column].map(lambda v: [] if v is None else list(v))
     splits = {str(split): part.reset_index(drop=True) for split, part in claims.groupby("split")}
     windows = card_rows(con, "casefacts/release_windows.sql")
     window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
@@ -47,8 +52,8 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "citation": CITATION,
         "intended_use": "Evaluating fact verification of everyday-language legal claims against U.S. Supreme Court "
                         "precedent: retrieve the evidence cases, then say whether the claim is supported, refuted, "
-                        "or was good law once but has since been overruled. Train on `train`, report on `test`; "
-                        "`fresh` asks the same question about cases decided after the cutoff.",
+                        "or was good law once but has since been overruled. " + split_use(splits) + " `fresh` asks "
+                        "the same question about cases decided after the cutoff.",
         "limitations": "Claims are written and checked by language models and are not reviewed by lawyers; the "
                        "models named below decide their quality (the small packaged models of a demo run make "
                        "claims unfit for publication). Evidence is Oyez's summaries, not the opinions. An overruling "
@@ -68,4 +73,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     }
     return write_release(folder, DATASET, splits, card,
                          source_payloads=run_sql(con, "casefacts/release_payloads.sql").df(),
-                         columns=COLUMNS, date_column="source_date")
+                         columns=COLUMNS, types=types, date_column="source_date")

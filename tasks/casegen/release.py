@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
-from caseforge.tasks.casegen.release_columns import COLUMNS
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.casegen.release_columns import COLUMNS, TYPES
 from caseforge.warehouse import run_sql
 
 DATASET = "casegen"
@@ -24,12 +24,11 @@ CITATION = """@misc{li_casegen_2025,
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    items = run_sql(con, "casegen/release_items.sql").df()
+    items, types = release_rows(con, "casegen/release_items.sql")
     if items.empty:
         raise NothingToRelease("curated.casegen_items is empty: run `caseforge build casegen` first")
     items["inputs"] = items["inputs"].map(json.loads)
-    skips = {f"{task}: {reason}": int(n) for task, reason, n in con.execute(
-        "SELECT task, reason, count(*) FROM curated.casegen_item_skips GROUP BY ALL").fetchall()}
+    skips = {f"{task}: {reason}": int(n) for task, reason, n in run_sql(con, "casegen/release_skips.sql").fetchall()}
     card = {
         "title": "CaseGen drafting items (caseforge build)",
         "description": "Chinese judgment drafting tasks: for each task (defense, facts, reasoning, judgment) "
@@ -60,4 +59,4 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     payloads = run_sql(con, "casegen/release_payloads.sql").df()
     return write_release(folder, DATASET, {"casegen_items": items}, card,
                          source_payloads=payloads if not payloads.empty else None,
-                         columns=COLUMNS, date_column="judgment_date")
+                         columns=COLUMNS, types={**types, **TYPES}, date_column="judgment_date")

@@ -1,5 +1,7 @@
 """What each column of the casegen release means (the dataset card's column table and croissant.json read it;
-the release writer refuses a column that has no entry here)."""
+the release writer refuses a column that has no entry here), and the type of the column the release builds from
+JSON (the warehouse types the others)."""
+import pyarrow as pa
 
 COLUMNS: dict[str, str] = {
     "item_id": "identifier of the drafting item",
@@ -15,4 +17,13 @@ COLUMNS: dict[str, str] = {
     "case_year": "year of the case number",
     "content_sha256": "sha256 of the item's inputs and reference",
     "source_payload_sha256": "sha256 of the archived payload (dump file or API answer) the judgment was parsed from",
+}
+
+# inputs holds the sections of the item's task (caseforge.tasks.casegen.items.TASK_INPUTS); the others are null
+TYPES: dict[str, pa.DataType] = {
+    "inputs": pa.struct([
+        ("claims", pa.string()), ("defense", pa.string()),
+        ("evidence", pa.list_(pa.struct([("name", pa.string()), ("content", pa.string()), ("event", pa.string())]))),
+        ("facts", pa.string()), ("reasoning", pa.string()),
+    ]),
 }

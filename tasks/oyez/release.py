@@ -5,7 +5,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.release import NothingToRelease, Release, card_rows, write_release
+from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.oyez.release_columns import COLUMNS
 from caseforge.warehouse import run_sql
 
@@ -21,7 +21,7 @@ CITATION = """@misc{oyez,
 
 
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
-    cases = run_sql(con, "oyez/release_scotus_cases.sql").df()
+    cases, types = release_rows(con, "oyez/release_scotus_cases.sql")
     if cases.empty:
         raise NothingToRelease("curated.scotus_cases is empty: run `caseforge ingest oyez` first")
     payloads = run_sql(con, "oyez/release_payloads.sql").df()
@@ -48,8 +48,18 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                  "hash.",
         "sources": ["oyez", "scotus_legacy"],
         "distributions": distributions,
+        "distribution_notes": {
+            "decision_type": "Oyez's type of the case's main decision; `(empty)`: Oyez lists no decision for the "
+                             "case.",
+            "disposition": "What the Court did with the decision under review, as the Oyez-derived legacy table "
+                           "records it (`reversed/remanded`: reversed and sent back, `vacated/remanded`: set aside "
+                           "and sent back, `reversed in-part`: partly reversed). `none` is the legacy table's own "
+                           "value for a case it gives no disposition; `(empty: not in the legacy table)`: the legacy "
+                           "table does not list the case; `(empty in the legacy table)`: it lists the case with an "
+                           "empty disposition.",
+        },
         "quality": quality,
         "stages": [],
     }
     return write_release(folder, DATASET, {"scotus_cases": cases}, card, source_payloads=payloads,
-                         columns=COLUMNS, date_column="decided_date")
+                         columns=COLUMNS, types=types, date_column="decided_date")

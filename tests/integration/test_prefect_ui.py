@@ -42,7 +42,8 @@ def test_ui_shows_the_nightly_run_and_its_summary_artifact(samples_dir, prefect_
     assert dom.returncode == 0, dom.stderr[-2000:]
     text = visible_text(dom.stdout)
     assert f"Flow Run: {run['name']}" in text, "the flow run page does not name the run"
-    assert "Completed" in text and "caseforge-test-pool" in text
+    assert run["state"]["name"] in text and "caseforge-test-pool" in text     # Completed, or Failed (see
+    # test_prefect_server: the content gate may quarantine what the packaged model writes for CaseFacts)
     assert "nightly run " in text and "summary in" in text, "the run's own log lines are not on the page"
 
     screenshot = ARTIFACTS_DIR / "prefect-ui.png"
@@ -62,7 +63,8 @@ def test_ui_shows_the_nightly_run_and_its_summary_artifact(samples_dir, prefect_
     (ARTIFACTS_DIR / "prefect-ui-artifact.html").write_text(dom.stdout)
     assert "Artifact: nightly-summary" in text
     assert run["name"] in text, "the artifact page does not link the flow run"
-    assert "Nightly run" in text and ": ok" in text, "the artifact's description (the verdict) is missing"
+    verdict = ": ok" if run["state"]["type"] == "COMPLETED" else ": FAILED: builder casefacts ("
+    assert "Nightly run" in text and verdict in text, "the artifact's description (the verdict) is missing"
     shot = chromium(artifact_page, tmp_path / "profile-artifact-shot",
                     f"--screenshot={ARTIFACTS_DIR / 'prefect-ui-artifact.png'}")
     assert shot.returncode == 0, shot.stderr[-2000:]

@@ -14,6 +14,7 @@ from caseforge.tasks.oyez import ingest
 DEMO_CASE_FILES = ["1850_1900.163us537.json", "1940_1955.347us483.json", "1940_1955.316us455.json",
                    "1962.155.json", "1989.88-1569.json", "2008.08-205.json"]
 REPLAY_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "replay" / "casefacts.jsonl"
+SCRIPTED_REASON = "The test double answers from its script."
 
 # Case recognised from its summary text → the claims the double "generates" for it.
 CLAIM_BANK = [
@@ -100,6 +101,7 @@ class ScriptedLegalBackendDouble:
                            prompt_tokens=10, completion_tokens=5) for r in requests]
 
     def answer(self, template: str, user: str) -> dict:
+        """The scripted answer of one request (its reason a sentence, as the content gate requires of a model's)."""
         step = template.rsplit("/", 1)[-1].removesuffix(".j2")
         one, two = _field(user, "CLAIM 1"), _field(user, "CLAIM 2")
         pair = frozenset({one, two})
@@ -110,27 +112,27 @@ class ScriptedLegalBackendDouble:
             return {"claims": ["A rule that no scripted case covers still needs plain words."]}
         if step == "check_factuality":
             claim = _field(user, "STATEMENT")
-            return {"supported": claim not in UNSUPPORTED, "reason": "scripted"}
+            return {"supported": claim not in UNSUPPORTED, "reason": SCRIPTED_REASON}
         if step in ("same_case_contradiction", "cross_contradiction"):
             known = SAME_CASE_CONTRADICTIONS if step.startswith("same") else CROSS_CONTRADICTIONS
-            return {"contradict": pair in known, "reason": "scripted"}
+            return {"contradict": pair in known, "reason": SCRIPTED_REASON}
         if step == "same_case_resolution":
-            return {"choice": "merged", "corrected_claim": MERGED_CORRECTION, "reason": "scripted"}
+            return {"choice": "merged", "corrected_claim": MERGED_CORRECTION, "reason": SCRIPTED_REASON}
         if step == "same_case_redundancy":
-            return {"redundant": pair in REDUNDANT, "better": 1 if len(one) <= len(two) else 2, "reason": "scripted"}
+            return {"redundant": pair in REDUNDANT, "better": 1 if len(one) <= len(two) else 2, "reason": SCRIPTED_REASON}
         if step == "cross_overlap":
-            return {"overlap": pair in OVERLAPS, "reason": "scripted"}
+            return {"overlap": pair in OVERLAPS, "reason": SCRIPTED_REASON}
         if step == "resolve_overruling":
             first = re.search(r"CASE 1: (.*) \(decided ([\d-]+)\)", user)
             second = re.search(r"CASE 2: (.*) \(decided ([\d-]+)\)", user)
             if "Plessy" in user:   # a wrong, date-inverted proposal the temporal rule must reject
                 newer_is_one = first.group(2) > second.group(2)
-                return {"verdict": "case1_overruled" if newer_is_one else "case2_overruled", "reason": "scripted"}
+                return {"verdict": "case1_overruled" if newer_is_one else "case2_overruled", "reason": SCRIPTED_REASON}
             older_is_one = first.group(2) < second.group(2)
-            return {"verdict": "case1_overruled" if older_is_one else "case2_overruled", "reason": "scripted"}
+            return {"verdict": "case1_overruled" if older_is_one else "case2_overruled", "reason": SCRIPTED_REASON}
         if step == "merge_overlap":
             return {"action": "merge", "merged_claim": "Spending money on elections is protected political speech.",
-                    "reason": "scripted"}
+                    "reason": SCRIPTED_REASON}
         if step == "negate_claim":
             return {"negation": _negate(_field(user, "TRUE STATEMENT"))}
         if step == "rewrite_principle":

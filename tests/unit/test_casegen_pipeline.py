@@ -467,8 +467,10 @@ def test_an_empty_casegen_table_is_not_released(db_path, tmp_path):
     assert not (tmp_path / "casegen").exists()
 
 
-def test_a_draft_that_reaches_max_new_tokens_is_scored_as_written_and_marked(db_path, tmp_path, monkeypatch,
-                                                                               scripted):
+def test_a_draft_cut_off_at_max_new_tokens_is_a_failed_item_that_is_neither_judged_nor_scored(
+        db_path, tmp_path, monkeypatch, scripted):
+    """The defect (issue 28): a draft that reached max_new_tokens was kept as an ok item, judged and scored, so a
+    night whose every draft was cut reported means over them and "all stages ok"."""
     from caseforge.llm.types import Completion
 
     original = double.ScriptedCaseGenBackendDouble.complete_batch
@@ -483,13 +485,79 @@ def test_a_draft_that_reaches_max_new_tokens_is_scored_as_written_and_marked(db_
     params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
                                       out_dir=str(tmp_path / "reports"), plots=False)
     report, _ = eval_pipeline.run_eval(config, params)
-    assert report.ok, report.failures
-    assert report.counts["drafts_cut_at_max_new_tokens"] == 3
-    rows = outputs(db_path, report.results["eval_run_ids"][double.DRAFTER])
+    assert not report.ok and report.counts["drafts_cut_at_max_new_tokens"] == 3
+    assert sum("answer cut off at max_tokens (256 tokens)" in f for f in report.failures) == 3
+    assert report.counts["judge_llm_calls"] == 9                     # the 9 drafts that were not cut
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
+    rows = outputs(db_path, run_id)
     facts = [r for r in rows if r["gold"]["task"] == "facts"]
-    assert len(facts) == 3 and all(r["status"] == "ok" and r["predicted"]["output_cut_at_max_new_tokens"]
-                                   and r["predicted"]["text"] and "rougeL_char_f1" in r["scores"] for r in facts)
-    assert not any(r["predicted"]["output_cut_at_max_new_tokens"] for r in rows if r["gold"]["task"] != "facts")
+    assert len(facts) == 3 and all(
+        r["status"] == "failed" and r["reason"] == "generation failed: answer cut off at max_tokens (256 tokens)"
+        and r["predicted"]["output_cut_at_max_new_tokens"] and r["predicted"]["text"]      # kept, to be read
+        and r["predicted"]["judge"] is None and r["scores"] == {} for r in facts)
+    assert all(r["status"] == "ok" for r in rows if r["gold"]["task"] != "facts")
+    metrics = {name: value for name, (value, _) in stored_metrics(db_path, run_id).items()}
+    assert metrics["n_failed"] == 3 and metrics["n_failed/facts"] == 3
+    assert "judge_overall/facts" not in metrics and "rougeL_char_f1/facts" not in metrics
+    assert query(db_path, "SELECT n_items, n_failed FROM eval.runs WHERE eval_run_id = ?", [run_id]) == [(12, 3)]
+
+
+def test_degenerate_drafts_are_rejected_by_the_content_gate_and_an_evaluation_mostly_failed_fails(
+        db_path, tmp_path, monkeypatch, scripted):
+    """Drafts that repeat the prompt's instruction (what SmolLM2 wrote in the nightly) or a long run of one
+    character are failed items with the rules they broke, quarantined; with most items failed the stage says
+    that its means are not a result."""
+    original = double.ScriptedCaseGenBackendDouble._answer
+
+    def degenerate(self, request):
+        if request.template_id.endswith("generate_reasoning.j2"):
+            return "请以“本院认为，”开头写出说理部分。\n\n" * 12
+        if request.template_id.endswith(("generate_facts.j2", "generate_defense.j2")):
+            return "经审理查明：" + "0" * 200
+        return original(self, request)
+
+    monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "_answer", degenerate)
+    config = built(db_path)
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                      out_dir=str(tmp_path / "reports"), plots=False)
+    report, _ = eval_pipeline.run_eval(config, params)
+    assert report.counts["drafts_rejected"] == 9 and report.counts["judge_llm_calls"] == 3
+    assert report.failures[0] == (f"evaluation of {double.DRAFTER}: 9 of 12 items failed (9 rejected by the "
+                                   "content gate); its means are over the 3 that did not, not a result")
+    rows = {r["gold"]["task"]: r for r in outputs(db_path, report.results["eval_run_ids"][double.DRAFTER])}
+    assert "expect_column_values_to_not_echo_prompt on draft" in rows["reasoning"]["reason"]
+    assert "expect_column_values_to_not_repeat_ngrams on draft" in rows["reasoning"]["reason"]
+    assert "expect_column_values_to_not_run_one_character on draft" in rows["facts"]["reason"]
+    assert rows["judgment"]["status"] == "ok"
+    quarantined = query(db_path, "SELECT reason FROM ops.quarantine WHERE table_name = 'casegen_drafts'")
+    assert len(quarantined) == 9 and all(r[0].startswith("gate: expect_column_values_to_") for r in quarantined)
+
+
+def test_a_degenerate_judge_reply_is_a_failed_judgement_not_a_score(db_path, tmp_path, monkeypatch, scripted):
+    """The defect (issue 28): Gemma 3 270M scored every draft 10 on every dimension with the analysis
+    " 1000000000…"; those tens were averaged into the leaderboard."""
+    original = double.ScriptedCaseGenBackendDouble._answer
+
+    def judge_loops(self, request):
+        if request.template_id.endswith("judge_facts.j2"):
+            scores = {"事实准确性": 10, "相关性": 10, "逻辑连贯性": 10, "完整性": 10, "总体评分": 10}
+            return json.dumps({"分析": " 1" + "0" * 400, **scores}, ensure_ascii=False)
+        return original(self, request)
+
+    monkeypatch.setattr(double.ScriptedCaseGenBackendDouble, "_answer", judge_loops)
+    config = built(db_path)
+    params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
+                                      out_dir=str(tmp_path / "reports"), plots=False)
+    report, _ = eval_pipeline.run_eval(config, params)
+    assert report.counts["judge_replies_rejected"] == 3 and not report.ok
+    run_id = report.results["eval_run_ids"][double.DRAFTER]
+    facts = [r for r in outputs(db_path, run_id) if r["gold"]["task"] == "facts"]
+    assert all(r["predicted"]["judge"]["status"] == "failed" and r["predicted"]["judge"]["dimensions"] == {}
+               and "expect_column_values_to_not_run_one_character on analysis" in r["predicted"]["judge"]["reason"]
+               and "judge_overall" not in r["scores"] and "rougeL_char_f1" in r["scores"] for r in facts)
+    metrics = {name: value for name, (value, _) in stored_metrics(db_path, run_id).items()}
+    assert metrics["n_judge_failed/facts"] == 3 and "judge_overall/facts" not in metrics
+    assert metrics["judge_overall"] < 10
 
 
 def test_judge_requests_constrain_the_reply_to_every_score_of_the_task(replayed):

@@ -177,9 +177,9 @@ def test_the_fresh_cutoff_comes_from_the_setting_the_previous_release_or_the_new
     second = write_release(tmp_path / "toy", "toy", {"cases": newer}, CARD)
     meta = json.loads((second.path / "release.json").read_text())
     assert (meta["fresh"]["cutoff"], meta["fresh"]["rule"], meta["fresh"]["rows"]) == ("2016-06-27", "previous_release", 1)
-    # no dated row: nothing is fresh, and the card says why
+    # no dated row: nothing is fresh, and the card says why (the column, null in every row, typed by the caller)
     undated = cases_frame().assign(decided_date=None)
-    empty = write_release(tmp_path / "undated", "toy", {"cases": undated}, CARD)
+    empty = write_release(tmp_path / "undated", "toy", {"cases": undated}, CARD, types={"decided_date": pa.date32()})
     assert (empty.path / "data/fresh.jsonl").read_text() == ""
     assert pq.read_schema(empty.path / "data/fresh.parquet").names == list(COLUMNS)
     assert "The fresh split is empty: no row has a source-document date." in (empty.path / "README.md").read_text()
@@ -215,3 +215,30 @@ def test_without_arguments_the_cutoff_comes_from_the_settings_release_table(tmp_
     with settings_file.overriding({"release": {"fresh_months": 3}}):
         window = plain(tmp_path / "window", "toy", {"cases": cases_frame()}, CARD)
     assert json.loads((window.path / "release.json").read_text())["fresh"]["cutoff"] == "2016-03-27"
+
+
+def test_jsonl_holds_json_nulls_and_iso_dates_and_every_column_is_typed(tmp_path):
+    """The defect (issue 28): a missing integer was written "<NA>" and a missing date "NaT" (pandas' placeholders),
+    a date as a midnight timestamp, and a column null in every row as type null."""
+    frame = pd.DataFrame({"case_id": [1, 2], "name": ["A v. B", "C v. D"],
+                          "decided_date": [dt.date(1973, 1, 22), None],
+                          "votes": pd.array([7, None], dtype="Int32"),
+                          "citations": [[], []]})
+    with pytest.raises(ValueError, match=r"no type for column\(s\) citations \(list<item: null>\)"):
+        write_release(tmp_path / "toy", "toy", {"cases": frame}, CARD)
+    release = write_release(tmp_path / "toy", "toy", {"cases": frame}, CARD,
+                            types={"citations": pa.list_(pa.string()), "decided_date": pa.date32()})
+    lines = (release.path / "data" / "cases.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"case_id": 1, "name": "A v. B", "decided_date": "1973-01-22", "votes": 7, "citations": []},
+        {"case_id": 2, "name": "C v. D", "decided_date": None, "votes": None, "citations": []}]
+    schema = pq.read_schema(release.path / "data" / "cases.parquet")
+    assert (str(schema.field("decided_date").type), str(schema.field("citations").type)) == (
+        "date32[day]", "list<element: string>")
+
+
+def test_a_member_its_type_lacks_is_refused_not_dropped(tmp_path):
+    frame = cases_frame().assign(citations=[[{"volume": 1, "page": 2}], [], None])
+    with pytest.raises(ValueError, match=r"citations\[\]\.page has no place in the type of citations"):
+        write_release(tmp_path / "toy", "toy", {"cases": frame}, CARD,
+                      types={"citations": pa.list_(pa.struct([("volume", pa.int64())]))})

@@ -5,6 +5,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+from release_clients import client_problems
 
 from caseforge.release import (CROISSANT, FRESH, METADATA, NothingToRelease, read_manifest, validate_croissant,
                               verify_release)
@@ -203,3 +204,49 @@ def test_an_aquaechr_warehouse_keeping_no_pair_says_why_nothing_is_released(ware
     assert str(caught.value).startswith("curated.aquaechr_qa keeps none of its 2 pairs (removed: "
                                         "duplicate_question 1, low_quality 1); the judge removed them as low quality")
     assert not (tmp_path / "aquaechr").exists()
+
+
+def test_every_release_loads_with_the_clients_people_use(warehouse, tmp_path):
+    """The defects (issue 28): the scotus JSONL held pandas placeholders ("<NA>" for a missing vote count, "NaT"
+    for a missing date), which datasets, polars.read_ndjson and pyarrow.json refuse; CaseFacts typed
+    overruling_case_ids list<null> (no claim is OVERRULED), CaseGen typed the members of inputs.evidence null
+    (judgments name their evidence but rarely give its content)."""
+    names_only = json.dumps({"claims": "原告请求判令被告归还借款五万元。", "facts": "二〇一七年三月，被告向原告借款。",
+                             "evidence": [{"name": "借条", "content": None, "event": None}]}, ensure_ascii=False)
+    con = connect(warehouse)
+    try:
+        con.execute("UPDATE curated.casegen_items SET inputs = ?", [names_only])
+    finally:
+        con.close()
+    written = write_all(warehouse, tmp_path / "releases")
+    for name, release in written.items():
+        assert client_problems(release.path, tmp_path / "hf-cache") == [], name
+    roe = next(r for r in rows(written["scotus"], "scotus_cases") if r["case_id"] == 50613)
+    assert roe["decided_date"] == "1973-01-22" and roe["argued_date"] is None and roe["majority_vote"] is None
+    schema = pq.read_schema(written["casefacts"].path / "data" / "test.parquet")
+    assert str(schema.field("overruling_case_ids").type) == "list<element: int64>"
+    item = rows(written["casegen"], "casegen_items")[0]
+    assert item["inputs"]["evidence"] == [{"name": "借条", "content": None, "event": None}]
+
+
+def test_cards_say_only_what_is_true_of_the_release_in_hand(warehouse, tmp_path):
+    """The defects (issue 28): the CaseFacts card said "Train on `train`" of a release without a train split; the
+    scotus card showed a "Distribution: winning_party_is_first" (no such column) and disposition "(none)" beside
+    "none" without saying how they differ."""
+    con = connect(warehouse)
+    try:
+        con.execute("DELETE FROM curated.casefacts_claims WHERE split = 'train'")
+        con.execute("UPDATE curated.scotus_cases SET disposition = 'none' WHERE case_id = 62001")
+        con.execute("INSERT INTO curated.scotus_legacy (case_id, name, raw_sha256) VALUES (50613, 'Roe v. Wade', 'l1')")
+        con.execute("UPDATE curated.aquaechr_qa SET removal_reason = 'low_quality' WHERE qa_id = 'qa2'")
+    finally:
+        con.close()
+    written = write_all(warehouse, tmp_path)
+    casefacts = (written["casefacts"].path / "README.md").read_text()
+    assert "Train on `train`" not in casefacts and "This release has only the `test` split (1 claims)" in casefacts
+    scotus = (written["scotus"].path / "README.md").read_text()
+    assert "winning_party_is_first" not in scotus
+    for value in ("none", "(empty: not in the legacy table)", "(empty in the legacy table)"):
+        assert f"| {value} | 1 |" in scotus and f"`{value}`" in scotus
+    aquaechr = (written["aquaechr"].path / "README.md").read_text()
+    assert "`low_quality`: the judge scored" in aquaechr

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
+
 from caseforge import evalstore
 from caseforge.retrieval import Corpus, build_retriever
 from caseforge.tasks.aquaechr.eval import store
@@ -57,6 +59,28 @@ def passage_corpus(passages: PassageStore) -> Corpus:
     return Corpus.from_pairs("aquaechr_passages", [(p.pid, p.shown()) for p in ordered])
 
 
+ANSWERS_SUITE = "aquaechr_eval_answers"     # expectations/aquaechr_eval_answers.json: what an answer must be
+
+
+def gate_answers(con, outputs: list) -> list:
+    """The systems' answers through the content gate: a degenerate answer (too few words, a phrase or a character
+    repeated, the prompt written back) is a failed output with the rules it broke, neither scored nor judged."""
+    from caseforge import gate
+
+    answered = [o for o in outputs if o.status == "ok" and o.answer is not None]
+    if not answered:
+        return outputs
+    frame = pd.DataFrame({"item_id": [o.item_id for o in answered], "answer": [o.answer for o in answered]})
+    result = gate.validate(ANSWERS_SUITE, frame)
+    gate.record(con, None, frame, result, key_column="item_id")
+    for position, output in enumerate(answered):
+        if result.batch_rejected or position in result.failed_rows:
+            output.status = "failed"
+            output.reason = ("rejected by the content gate: "
+                             + "; ".join(result.failed_rows.get(position, result.batch_reasons)))
+    return outputs
+
+
 def evaluate(con, config: RunConfig, items: list[EvalItem], passages: PassageStore, backend, nli, embed=None,
              item_problems: list[tuple[str, str]] = ()) -> RunResult:
     started = datetime.now(timezone.utc)
@@ -70,7 +94,7 @@ def evaluate(con, config: RunConfig, items: list[EvalItem], passages: PassageSto
                                     persist=config.index_dir is not None, dense_model=config.dense_model)
     ctx = SystemContext(con, backend, passages, retriever, k=config.k, max_rounds=config.max_rounds,
                         evidence_per_sentence=config.evidence_per_sentence)
-    outputs = run_system(config.system, ctx, items)
+    outputs = gate_answers(con, run_system(config.system, ctx, items))
     cites = config.system in CITING_SYSTEMS
     texts = passages.text()
     by_id = {i.item_id: i for i in items}

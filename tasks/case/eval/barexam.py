@@ -43,10 +43,14 @@ def problems_from_rows(rows: list[tuple]) -> tuple[list[case.Problem], dict[str,
     return problems, gold_passages
 
 
+ANSWERS_SUITE = "case_answers"          # expectations/case_answers.json: the reasoning of a baseline's answer
+FAILED_SCORES = {"accuracy": 0.0}       # a failed item is a wrong answer in every accuracy (the paper's convention)
+
+
 def _item(problem: case.Problem, predicted: str | None, extra: dict, reason: str | None = None) -> ItemResult:
     if predicted is None:
         return ItemResult(problem.item_id, problem.gold, {"answer": problem.gold}, {"answer": None, **extra},
-                          {"accuracy": 0.0}, "failed", reason or "no answer stated")
+                          dict(FAILED_SCORES), "failed", reason or "no answer stated")
     return ItemResult(problem.item_id, problem.gold, {"answer": problem.gold}, {"answer": predicted, **extra},
                       {"accuracy": float(predicted == problem.gold)})
 
@@ -81,7 +85,7 @@ def run_baseline(con, backend, problems: list[case.Problem], system: str, k: int
             continue
         answer = parse_answer(out.answer)
         labels = [h.label for h in problem.hypotheses]
-        items.append(_item(problem, answer if answer in labels else None, extra,
+        items.append(_item(problem, answer if answer in labels else None, {**extra, "reasoning": out.reasoning},
                            f"answer {out.answer!r} states no option"))
     return items
 

@@ -110,6 +110,9 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         session.report.results["eval_run_id"] = run_id
         problems, gold_passages = barexam.problems_from_rows(rows)
         items = steps.answer(session, options, problems, gold_passages)
+        if options.system != "case":       # a baseline's reply carries its reasoning; a degenerate one fails the item
+            items = evalstore.gate_outputs(session.con, session.run_id, barexam.ANSWERS_SUITE, items,
+                                           {"reasoning": "reasoning"}, barexam.FAILED_SCORES)
         metrics = barexam.summarise(items)
         for item in items:
             if item.status == "failed":

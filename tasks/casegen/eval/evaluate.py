@@ -4,11 +4,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
+from caseforge import gate
 from caseforge.llm import SamplingParams, request_from_template
 from caseforge.runs import StageReport
 from caseforge.tasks.casegen.eval import metrics
@@ -20,6 +22,8 @@ from caseforge.warehouse import run_sql, sql_text
 
 GENERATE_STEP = "casegen-generate"
 JUDGE_STEP = "casegen-judge"
+DRAFTS_SUITE = "casegen_drafts"                  # expectations/casegen_drafts.json: what a draft must be
+JUDGE_REPLIES_SUITE = "casegen_judge_replies"    # expectations/casegen_judge_replies.json: the judge's reasoning
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,9 @@ def generation_requests(items: list[dict], config: EvalConfig):
 
 @dataclass(frozen=True)
 class Generation:
-    """One model's draft for one item (text None: the call failed, `error` says why), with the facts of the
-    input cut and the request identity (ops.llm_calls.identity)."""
+    """One model's draft for one item, with the facts of the input cut and the request identity
+    (ops.llm_calls.identity). A failed generation has `error`: the call failed (no text), the draft was cut off
+    at max_new_tokens, or the content gate rejected it (the text kept, to be read, never scored)."""
     item_id: str
     task: str
     model: str
@@ -86,11 +91,11 @@ class Generation:
     input_length_kept: int
     text: str | None
     error: str | None = None
-    output_cut: bool = False     # the draft reached max_new_tokens: scored as written, marked
+    output_cut: bool = False     # the draft reached max_new_tokens: a failed generation, its text kept
 
     @property
     def ok(self) -> bool:
-        return self.text is not None
+        return self.text is not None and self.error is None
 
     @property
     def key(self) -> str:
@@ -106,13 +111,14 @@ class Judgement:
     request_identity: str
     reply_format: str | None     # json | lines | none; None when the call failed
     scores: tuple[DimensionScore, ...] = ()
-    error: str | None = None
+    error: str | None = None     # the call failed, or the content gate rejected the reply: no score is read
+    analysis: str | None = None  # the judge's free-text reasoning
 
 
 def run_generation(con, backend, items: list[dict], config: EvalConfig, report: StageReport) -> list[Generation]:
-    """One draft per item by `backend`'s model (cached by request identity): every item gives a Generation,
-    a failed call one without text and with the reason. A draft that reached max_new_tokens is kept as
-    written and marked (output_cut), as a length-capped generation is scored in the paper's setting."""
+    """One draft per item by `backend`'s model (cached by request identity): every item gives a Generation.
+    A failed call, a draft cut off at max_new_tokens and a draft the content gate rejects are failed
+    generations with the reason, each one a failure line on the report; only the others are judged and scored."""
     requests, cuts = generation_requests(items, config)
     unit = "chars" if config.max_input_tokens is None else "tokens"
     result = run_text_job(con, GENERATE_STEP, backend, requests)
@@ -124,7 +130,7 @@ def run_generation(con, backend, items: list[dict], config: EvalConfig, report: 
         text, failed = result.texts.get(key), result.failures.get(key)
         output_cut = text is None and key in result.cut_texts
         if output_cut:
-            text, failed = result.cut_texts[key], None
+            text = result.cut_texts[key]
             report.add("drafts_cut_at_max_new_tokens")
         if failed:
             report.fail(f"generation {backend.model} {key}: {failed}")
@@ -133,8 +139,31 @@ def run_generation(con, backend, items: list[dict], config: EvalConfig, report: 
             item_id=key, task=item["task"], model=backend.model, backend=backend.name,
             request_identity=result.identities[key], input_cut=cut.cut, input_unit=unit,
             input_length=cut.original_length, input_length_kept=cut.kept_length, text=text,
-            error=None if text is not None else (failed or "no output"), output_cut=output_cut))
-    return generations
+            error=(failed or "no output") if failed or text is None else None, output_cut=output_cut))
+    return gate_drafts(con, generations, report)
+
+
+def gate_drafts(con, generations: list[Generation], report: StageReport) -> list[Generation]:
+    """The drafts through the content gate (expectations/casegen_drafts.json): a degenerate draft (too short,
+    mostly digits or punctuation, a phrase or character repeated, the prompt's instructions written back) is a
+    failed generation with the rules it broke; it is quarantined and recorded with the quality results."""
+    drafts = [g for g in generations if g.ok]
+    if not drafts:
+        return generations
+    frame = pd.DataFrame({"key": [g.key for g in drafts], "task": [g.task for g in drafts],
+                          "draft": [g.text for g in drafts]})
+    result = gate.validate(DRAFTS_SUITE, frame)
+    gate.record(con, report.run_id, frame, result, key_column="key")
+    rejected = {drafts[i].key: "; ".join(result.failed_rows.get(i, result.batch_reasons))
+                for i in range(len(drafts)) if result.batch_rejected or i in result.failed_rows}
+    out = []
+    for g in generations:
+        if g.key in rejected:
+            g = replace(g, error=f"rejected by the content gate: {rejected[g.key]}")
+            report.add("drafts_rejected")
+            report.fail(f"generation {g.model} {g.item_id}: {g.error}")
+        out.append(g)
+    return out
 
 
 def run_judging(con, judge_backend, generations: list[Generation], items: list[dict], config: EvalConfig,
@@ -165,11 +194,34 @@ def run_judging(con, judge_backend, generations: list[Generation], items: list[d
         reading = read_judge_reply(result.texts[g.key], g.task)
         for score in reading.scores:
             report.add(f"judge_scores_{score.status}")
-        judgements[g.key] = Judgement(**common, reply_format=reading.fmt, scores=tuple(reading.scores))
-    read = sum(1 for j in judgements.values() if any(s.status == "ok" for s in j.scores))
+        judgements[g.key] = Judgement(**common, reply_format=reading.fmt, scores=tuple(reading.scores),
+                                      analysis=reading.analysis)
+    judgements = gate_judge_replies(con, judgements, report)
+    read = sum(1 for j in judgements.values() if not j.error and any(s.status == "ok" for s in j.scores))
     if judged and not read:
         report.fail(f"judge {judge_backend.model}: 0 of {len(judged)} judged drafts gave a readable score")
     return judgements
+
+
+def gate_judge_replies(con, judgements: dict[str, Judgement], report: StageReport) -> dict[str, Judgement]:
+    """The judge's reasoning through the content gate (expectations/casegen_judge_replies.json): a reply whose
+    analysis is degenerate (" 1000000000…", "...") is a failed judgement with the rules it broke, and none of
+    its scores is read."""
+    read = {key: j for key, j in judgements.items() if not j.error}
+    if not read:
+        return judgements
+    keys = list(read)
+    frame = pd.DataFrame({"key": keys, "analysis": [read[k].analysis for k in keys]})
+    result = gate.validate(JUDGE_REPLIES_SUITE, frame)
+    gate.record(con, report.run_id, frame, result, key_column="key")
+    out = dict(judgements)
+    for i, key in enumerate(keys):
+        if result.batch_rejected or i in result.failed_rows:
+            reasons = "; ".join(result.failed_rows.get(i, result.batch_reasons))
+            out[key] = replace(read[key], scores=(), error=f"judge reply rejected by the content gate: {reasons}")
+            report.add("judge_replies_rejected")
+            report.fail(f"judge {key}: {out[key].error}")
+    return out
 
 
 def reference_scores(reference: str, output: str, bert_scorer) -> dict[str, float | None]:

@@ -75,6 +75,7 @@ class DimensionScore:
 class JudgeReading:
     scores: list[DimensionScore] = field(default_factory=list)
     fmt: str = "none"           # json | lines | none
+    analysis: str | None = None  # the judge's free-text reasoning: the JSON's 分析, or a prose reply as a whole
 
     def by_dimension(self) -> dict[str, DimensionScore]:
         return {s.dimension: s for s in self.scores}
@@ -147,6 +148,11 @@ def read_judge_reply(text: str | None, task: str) -> JudgeReading:
     except InvalidOutput:
         data = None
     reading.fmt = "json" if data is not None else "lines"
+    if data is not None:
+        analysis = data.get(ANALYSIS_KEY)
+        reading.analysis = analysis if isinstance(analysis, str) else None
+    else:
+        reading.analysis = text.strip() or None
     for dimension in dimensions_for(task):
         ident = dimension[0]
         found, raw = (_find_in_json(data, dimension) if data is not None else (False, None))

@@ -124,6 +124,12 @@ def store_step(session: RunSession, params: EvalParams, items: list[dict], gener
                                               run_params(params), items, results, params.judge_model, bert_note,
                                               started)
         session.report.add("item_outputs_stored", len(results))
+        failed = sum(r.status == "failed" for r in results)
+        if failed * 2 > len(results):
+            # the verdict first, so that the summary's one-line note of the stage says it
+            session.report.failures.insert(0, f"evaluation of {model}: {failed} of {len(results)} items failed "
+                                              f"({store.failure_summary(results)}); its means are over the "
+                                              f"{len(results) - failed} that did not, not a result")
     return run_ids
 
 

@@ -4,8 +4,10 @@ per-item gold, draft, judge reading and scores in eval.item_outputs, and its mea
 Metric names: `judge_<dimension>` (the judge's 1-10 scores, `judge_overall` among them), the reference metrics
 (`rougeL_char_f1`, `rougeL_word_f1`, `rougeL_compat_f1`, `bleu1`..`bleu4`, `bertscore_f1`) and the counts
 (`n`, `n_failed`, `n_inputs_cut`, `n_judge_failed`, `n_judge_scores_missing`, `n_judge_scores_invalid`), each
-over all tasks and per task as `<name>/<task>` (the CaseFacts store's `<metric>/<class>` form). Migration
-112 computes the same names for the rows it moved from the old eval.casegen_* tables.
+over all tasks and per task as `<name>/<task>` (the CaseFacts store's `<metric>/<class>` form). A failed item (the
+call failed, the draft was cut off at max_new_tokens, or the content gate rejected it; its reason says which) has
+no score: every mean is over the items that did not fail, and `n_failed` says how many did. Migration 112
+computes the same names for the rows it moved from the old eval.casegen_* tables.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ def judge_reading(judgement: Judgement | None) -> dict | None:
     return {"model": judgement.judge_model, "backend": judgement.judge_backend,
             "request_identity": judgement.request_identity, "reply_format": judgement.reply_format,
             "status": "failed" if judgement.error else "ok", "reason": judgement.error,
+            "analysis": judgement.analysis,
             "dimensions": {s.dimension: {"score": s.score, "status": s.status, "reason": s.reason}
                            for s in judgement.scores}}
 
@@ -51,7 +54,7 @@ def item_results(items: list[dict], generations: list[Generation], judgements: d
     (the item's content hash and the reference's own hash; the text stays in curated.casegen_items).
     predicted: the draft, its request identity, the input cut and the judge's reading. scores: every judge
     dimension (`judge_<dimension>`, None when missing or invalid) and every reference metric. A failed
-    generation is a failed item with the reason."""
+    generation is a failed item with the reason, and no score."""
     by_id = {i["item_id"]: i for i in items}
     results = []
     for g in generations:
@@ -74,6 +77,21 @@ def item_results(items: list[dict], generations: list[Generation], judgements: d
         results.append(ItemResult(g.item_id, g.task, gold, predicted, item_scores,
                                   "ok" if g.ok else "failed", None if g.ok else f"generation failed: {g.error}"))
     return results
+
+
+REJECTED = "generation failed: rejected by the content gate"
+
+
+def failure_summary(results: list[ItemResult]) -> str:
+    """Why the failed items failed, counted: "2 cut off at max_new_tokens, 1 rejected by the content gate"."""
+    kinds: dict[str, int] = {}
+    for r in results:
+        if r.status != "failed":
+            continue
+        kind = ("cut off at max_new_tokens" if r.predicted.get("output_cut_at_max_new_tokens")
+                else "rejected by the content gate" if (r.reason or "").startswith(REJECTED) else "call failed")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _summary(results: list[ItemResult]) -> dict[str, float | None]:
