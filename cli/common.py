@@ -9,12 +9,14 @@ import decimal
 import inspect
 import json
 import logging
+import math
 import sys
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option", "flow_arguments",
-           "flows_session", "jsonable", "one_line", "print_rows", "run_flow", "terminal_tracebacks"]
+__all__ = ["FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option", "add_retry_failed_option",
+           "flow_arguments", "flows_session", "for_people", "jsonable", "notes_out", "one_line", "print_rows", "run_flow",
+           "terminal_tracebacks"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
@@ -29,6 +31,22 @@ class CommandError(CommandFailed):
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+# Every command that prints rows offers these: a table for people (numbers rounded, times to the second), csv
+# and json for programs (exact values; stdout holds the data alone, every note goes to stderr).
+FORMATS = ("table", "csv", "json")
+
+
+def add_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="table (default, for people: numbers rounded), csv or json (for programs: exact values, "
+                             "stdout holds the data alone and notes go to stderr)")
+
+
+def notes_out(fmt: str):
+    """Where a command's words besides its data go: stderr when stdout is csv or json, else stdout."""
+    return sys.stderr if fmt in ("csv", "json") else sys.stdout
 
 
 def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
@@ -108,9 +126,9 @@ def flows_session():
         yield
 
 
-def run_flow(flow, **kwargs) -> dict:
-    """Run `flow` locally; print its counters; return its report. CommandFailed (one line per problem)
-    when it failed, quarantined data or crashed."""
+def run_flow(flow, summary_to=None, **kwargs) -> dict:
+    """Run `flow` locally; print its counters (on `summary_to`, default stdout; stderr when stdout is data);
+    return its report. CommandFailed (one line per problem) when it failed, quarantined data or crashed."""
     from caseforge.flows.common import FlowCrashed, report_of
 
     with flows_session():
@@ -121,7 +139,7 @@ def run_flow(flow, **kwargs) -> dict:
     except FlowCrashed as exc:
         raise CommandFailed([f"{flow.name} crashed: {exc}"]) from exc
     counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
-    print(f"{report['name']} (run {report['run_id']}): {counts}")
+    print(f"{report['name']} (run {report['run_id']}): {counts}", file=summary_to or sys.stdout)
     if not state.is_completed():
         reasons = report["failures"] or [state.message or "failed"]
         if len(reasons) > MAX_REASONS_PRINTED:
@@ -150,18 +168,40 @@ def jsonable(value):
     return value
 
 
+def for_people(value) -> str:
+    """A value as a table shows it: floats rounded (two decimals, four significant digits below 1), times to the
+    second, counters as k=v, NULL for none."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        if value == 0 or not math.isfinite(value):
+            return f"{value:g}"
+        return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return str(jsonable(value))
+
+
+def _csv_cell(value):
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=jsonable)
+    return jsonable(value)
+
+
 def print_rows(columns: list[str], rows: list[tuple], fmt: str, out=None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         json.dump([{c: jsonable(v) for c, v in zip(columns, row)} for row in rows], out,
-                  ensure_ascii=False, default=str, indent=1)
+                  ensure_ascii=False, default=jsonable, indent=1)
         out.write("\n")
     elif fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(columns)
-        writer.writerows([[jsonable(v) for v in row] for row in rows])
+        writer.writerows([[_csv_cell(v) for v in row] for row in rows])
     else:
-        cells = [[("NULL" if v is None else str(jsonable(v))).replace("\n", " ") for v in row] for row in rows]
+        cells = [[for_people(v).replace("\n", " ") for v in row] for row in rows]
         cells = [[c if len(c) <= 80 else c[:77] + "..." for c in row] for row in cells]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
         out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")

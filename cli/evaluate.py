@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from caseforge.cli.common import add_db_option, add_retry_failed_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import (add_db_option, add_retry_failed_option, finish, flow_arguments, notes_out,
+                                  run_flow)
 from caseforge.flows import registry
 
 RETRIEVERS = ("bm25", "qlm", "dense", "hybrid")
@@ -204,8 +205,9 @@ def run(args: argparse.Namespace) -> int:
 
         make_params(args.models, args.llm, args.judge_model, allow_same_family=args.allow_same_family,
                     skip_judge=args.skip_judge)
+    fmt = getattr(args, "format", "text")
     flow = registry.EVALUATIONS[args.evaluation].flow()
-    report = run_flow(flow, **flow_arguments(flow, args))
+    report = run_flow(flow, summary_to=notes_out(fmt), **flow_arguments(flow, args))
     if args.evaluation == "aquaechr-filter":
         print("\n".join(report["results"].get("lines", [])))
     # the runs the flow stored, by the ids it returned (never recomputed here): one run, or one per model
@@ -216,8 +218,8 @@ def run(args: argparse.Namespace) -> int:
         con, _ = open_for_query(settings.db_path, settings.parquet_dir)
         try:
             if run_id:
-                print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id),
-                              getattr(args, "format", "text"), evaluation=args.evaluation)
+                print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id), fmt,
+                              evaluation=args.evaluation)
             for model, model_run_id in per_model.items():
                 print(f"{model} (evaluation run {model_run_id})")
                 print_metrics(evalstore.load_metrics(con, model_run_id), evalstore.load_notes(con, model_run_id),

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from pathlib import Path
 
-from caseforge.cli.common import CommandFailed, add_db_option, print_rows
+from caseforge.cli.common import CommandFailed, add_db_option, add_format_option, notes_out, print_rows
 from caseforge.config import settings as load_settings
 from caseforge.llm.backends import REGISTRY
 from caseforge import settings_file
@@ -32,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     models = commands.add_parser("models", help="which backend and model each step uses")
     _add_choice_options(models)
+    add_format_option(models)
     models.set_defaults(handler=run_models)
 
     ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
     stats.add_argument("--step", help="one step only")
-    stats.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_format_option(stats)
     add_db_option(stats)
     stats.set_defaults(handler=run_stats)
 
@@ -76,12 +76,14 @@ def run_models(args: argparse.Namespace) -> int:
                 rows.append((step, role, choice.backend, choice.model, choice.family, _options(choice)))
             except ValueError as exc:
                 rows.append((step, role, args.backend or "-", "-", "-", str(exc)))
-    print_rows(["step", "role", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
+    installed = {name: "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)"
+                 for name, needs in sorted(_NEEDS.items())}
+    rows = [(*row, installed.get(row[2], "-")) for row in rows]
+    print_rows(["step", "role", "backend", "model", "family", "options", "installed"], rows, args.format)
     found = settings_file.user_file()
-    print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}")
-    installed = [(name, "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)")
-                 for name, needs in sorted(_NEEDS.items())]
-    print_rows(["backend", "installed"], installed, "table", out=sys.stdout)
+    print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}", file=notes_out(args.format))
+    if args.format == "table":
+        print_rows(["backend", "installed"], sorted(installed.items()), "table")
     return 0
 
 
@@ -109,16 +111,16 @@ def run_ping(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from caseforge.warehouse import connect, sql_text
+    from caseforge.warehouse import open_for_query, sql_text
     settings = load_settings(args.db)
-    con = connect(settings.db_path, read_only=True)
+    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
     try:
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
     finally:
         con.close()
-    print_rows(columns, rows, args.format, out=sys.stdout)
+    print_rows(columns, rows, args.format)
     return 0
 
 
