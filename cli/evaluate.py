@@ -32,7 +32,8 @@ def _retrieval_options(parser: argparse.ArgumentParser, k: int) -> None:
     parser.add_argument("--dense-model", dest="dense_model",
                         help="sentence-transformers model folder (default all-MiniLM-L6-v2 package)")
     parser.add_argument("--limit", type=int, help="only the first N items")
-    parser.add_argument("--out-dir", dest="out_dir", help="where the exported metrics JSON / items CSV go")
+    parser.add_argument("--out-dir", dest="out_dir", help="where the exported metrics JSON / items CSV go "
+                                                          "(default: <db dir>/<db name>-reports/<benchmark>)")
 
 
 def casefacts_options(parser: argparse.ArgumentParser) -> None:
@@ -107,8 +108,8 @@ def casegen_options(parser: argparse.ArgumentParser) -> None:
                         help="LOCAL folder of a Chinese BERT for BERTScore (never downloaded); omit to skip")
     parser.add_argument("--human-scores", dest="human_scores",
                         help="CSV/JSONL of item_id, model, score: report agreement with people")
-    parser.add_argument("--out-dir", dest="out_dir", default="data/reports/casegen",
-                        help="where the leaderboard and plots go")
+    parser.add_argument("--out-dir", dest="out_dir",
+                        help="where the leaderboard and plots go (default: <db dir>/<db name>-reports/casegen)")
     parser.add_argument("--allow-same-family", dest="allow_same_family", action="store_true",
                         help="let a judge of the judged model's family judge")
     parser.add_argument("--skip-judge", dest="skip_judge", action="store_true", help="reference metrics only, no judge")
@@ -140,7 +141,7 @@ def aquaechr_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-dir", dest="index_dir", help="persist retriever indexes under this folder")
     parser.add_argument("--dense-model", dest="dense_model", help="sentence-transformers folder for the dense retriever")
     parser.add_argument("--out-dir", dest="out_dir",
-                        help="where the report (markdown) and CSV go (default data/eval/aquaechr)")
+                        help="where the report (markdown) and CSV go (default: <db dir>/<db name>-reports/aquaechr)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
