@@ -1,6 +1,7 @@
 -- What `caseforge llm stats` shows: one row per step, backend and model of the LLM cache. A view, so the Parquet
 -- mirror carries these few rows (the cache itself, every request and answer, is too large to mirror) and the
 -- command answers from the mirror while a run holds the warehouse. Hits are not stored, only answered calls.
+-- Sums are BIGINT: DuckDB sums integers as HUGEINT, which Parquet stores as DOUBLE (the mirror said 14.0 tokens).
 CREATE OR REPLACE VIEW ops.llm_call_stats AS
 SELECT step,
        backend,
@@ -8,9 +9,9 @@ SELECT step,
        count(*)                                   AS calls,
        count(*) FILTER (WHERE status = 'ok')      AS ok,
        count(*) FILTER (WHERE status <> 'ok')     AS failed,
-       sum(attempts)                              AS attempts,
-       coalesce(sum(prompt_tokens), 0)            AS prompt_tokens,
-       coalesce(sum(completion_tokens), 0)        AS completion_tokens,
+       sum(attempts)::BIGINT                      AS attempts,
+       coalesce(sum(prompt_tokens), 0)::BIGINT    AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0)::BIGINT AS completion_tokens,
        avg(latency_ms)                            AS mean_latency_ms,
        max(created_at)                            AS last_call_at
 FROM ops.llm_calls
