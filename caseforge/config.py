@@ -79,6 +79,12 @@ class Settings:
         return self.db_path.parent / f"{self.db_key}-runs"
 
     @property
+    def reports_dir(self) -> Path:
+        """Evaluation reports (leaderboards, metrics exports, their plots), one folder per benchmark:
+        `<db dir>/<db name>-reports`."""
+        return self.db_path.parent / f"{self.db_key}-reports"
+
+    @property
     def release_dir(self) -> Path:
         """Where the nightly writes releases unless told otherwise: `<db dir>/<db name>-releases`."""
         return self.db_path.parent / f"{self.db_key}-releases"

@@ -314,10 +314,12 @@ def curated_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in run_sql(con, "ops/curated_base_tables.sql").fetchall()]
 
 
-# The ops tables the mirror carries besides curated, so `caseforge status` and `quality` (and queries on
-# them) answer while a run holds the file. The archive, the LLM cache and the bookkeeping of single
-# stages stay out: they are large or only the pipeline reads them.
-MIRRORED_OPS_TABLES = ("runs", "nightly_stages", "quality_results", "quarantine", "input_fingerprints")
+# The ops tables the mirror carries besides curated, so `caseforge status`, `quality` and `llm stats` (and
+# queries on them) answer while a run holds the file. The archive, the LLM cache (its per-step statistics,
+# the view llm_call_stats, are mirrored) and the bookkeeping of single stages stay out: they are large or only
+# the pipeline reads them.
+MIRRORED_OPS_TABLES = ("runs", "nightly_stages", "quality_results", "quarantine", "input_fingerprints",
+                       "llm_call_stats")
 MIRROR_MANIFEST = "MIRROR.json"
 
 # The ad-hoc query connection (open_for_query): the warehouse and its own mirror, nothing else. DuckDB's

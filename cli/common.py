@@ -10,6 +10,7 @@ import difflib
 import inspect
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -17,9 +18,9 @@ from typing import Iterable
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["ArgumentParser", "CommandError", "CommandFailed", "add_db_option", "add_retry_failed_option",
-           "flow_arguments", "flow_report", "flows_session", "is_ordinary", "jsonable", "one_line", "print_rows",
-           "run_flow", "terminal_tracebacks", "unknown_value"]
+__all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option",
+           "add_retry_failed_option", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
+           "jsonable", "notes_out", "one_line", "print_rows", "run_flow", "terminal_tracebacks", "unknown_value"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
@@ -74,6 +75,22 @@ def quiet_stdout() -> None:
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+# Every command that prints rows offers these: a table for people (numbers rounded, times to the second), csv
+# and json for programs (exact values; stdout holds the data alone, every note goes to stderr).
+FORMATS = ("table", "csv", "json")
+
+
+def add_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="table (default, for people: numbers rounded), csv or json (for programs: exact values, "
+                             "stdout holds the data alone and notes go to stderr)")
+
+
+def notes_out(fmt: str):
+    """Where a command's words besides its data go: stderr when stdout is csv or json, else stdout."""
+    return sys.stderr if fmt in ("csv", "json") else sys.stdout
 
 
 def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
@@ -186,15 +203,15 @@ def flows_session():
         yield
 
 
-def run_flow(flow, **kwargs) -> dict:
-    """Run `flow` locally; print its counters; return its report. CommandFailed (one line per problem)
-    when it failed, quarantined data or crashed."""
+def run_flow(flow, summary_to=None, **kwargs) -> dict:
+    """Run `flow` locally; print its counters (on `summary_to`, default stdout; stderr when stdout is data);
+    return its report. CommandFailed (one line per problem) when it failed, quarantined data or crashed."""
     with flows_session():
         state = flow(**kwargs, return_state=True)
     sys.stdout.flush()
     report = flow_report(flow.name, state)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
-    print(f"{report['name']} (run {report['run_id']}): {counts}")
+    print(f"{report['name']} (run {report['run_id']}): {counts}", file=summary_to or sys.stdout)
     if not state.is_completed():
         reasons = report["failures"] or [state.message or "failed"]
         if len(reasons) > MAX_REASONS_PRINTED:
@@ -236,18 +253,40 @@ def jsonable(value):
     return value
 
 
+def for_people(value) -> str:
+    """A value as a table shows it: floats rounded (two decimals, four significant digits below 1), times to the
+    second, counters as k=v, NULL for none."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        if value == 0 or not math.isfinite(value):
+            return f"{value:g}"
+        return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return str(jsonable(value))
+
+
+def _csv_cell(value):
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=jsonable)
+    return jsonable(value)
+
+
 def print_rows(columns: list[str], rows: list[tuple], fmt: str, out=None) -> None:
     out = out or sys.stdout
     if fmt == "json":
         json.dump([{c: jsonable(v) for c, v in zip(columns, row)} for row in rows], out,
-                  ensure_ascii=False, default=str, indent=1)
+                  ensure_ascii=False, default=jsonable, indent=1)
         out.write("\n")
     elif fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(columns)
-        writer.writerows([[jsonable(v) for v in row] for row in rows])
+        writer.writerows([[_csv_cell(v) for v in row] for row in rows])
     else:
-        cells = [[("NULL" if v is None else str(jsonable(v))).replace("\n", " ") for v in row] for row in rows]
+        cells = [[for_people(v).replace("\n", " ") for v in row] for row in rows]
         cells = [[c if len(c) <= 80 else c[:77] + "..." for c in row] for row in cells]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
         out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")

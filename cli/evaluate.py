@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from caseforge.cli.common import add_db_option, add_retry_failed_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import (add_db_option, add_retry_failed_option, finish, flow_arguments, notes_out,
+                                  run_flow)
 from caseforge.flows import registry
 
 RETRIEVERS = ("bm25", "qlm", "dense", "hybrid")
@@ -31,7 +32,8 @@ def _retrieval_options(parser: argparse.ArgumentParser, k: int) -> None:
     parser.add_argument("--dense-model", dest="dense_model",
                         help="sentence-transformers model folder (default all-MiniLM-L6-v2 package)")
     parser.add_argument("--limit", type=int, help="only the first N items")
-    parser.add_argument("--out-dir", dest="out_dir", help="where the exported metrics JSON / items CSV go")
+    parser.add_argument("--out-dir", dest="out_dir", help="where the exported metrics JSON / items CSV go "
+                                                          "(default: <db dir>/<db name>-reports/<benchmark>)")
 
 
 def casefacts_options(parser: argparse.ArgumentParser) -> None:
@@ -106,8 +108,8 @@ def casegen_options(parser: argparse.ArgumentParser) -> None:
                         help="LOCAL folder of a Chinese BERT for BERTScore (never downloaded); omit to skip")
     parser.add_argument("--human-scores", dest="human_scores",
                         help="CSV/JSONL of item_id, model, score: report agreement with people")
-    parser.add_argument("--out-dir", dest="out_dir", default="data/reports/casegen",
-                        help="where the leaderboard and plots go")
+    parser.add_argument("--out-dir", dest="out_dir",
+                        help="where the leaderboard and plots go (default: <db dir>/<db name>-reports/casegen)")
     parser.add_argument("--allow-same-family", dest="allow_same_family", action="store_true",
                         help="let a judge of the judged model's family judge")
     parser.add_argument("--skip-judge", dest="skip_judge", action="store_true", help="reference metrics only, no judge")
@@ -139,7 +141,7 @@ def aquaechr_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-dir", dest="index_dir", help="persist retriever indexes under this folder")
     parser.add_argument("--dense-model", dest="dense_model", help="sentence-transformers folder for the dense retriever")
     parser.add_argument("--out-dir", dest="out_dir",
-                        help="where the report (markdown) and CSV go (default data/eval/aquaechr)")
+                        help="where the report (markdown) and CSV go (default: <db dir>/<db name>-reports/aquaechr)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -204,8 +206,9 @@ def run(args: argparse.Namespace) -> int:
 
         make_params(args.models, args.llm, args.judge_model, allow_same_family=args.allow_same_family,
                     skip_judge=args.skip_judge)
+    fmt = getattr(args, "format", "text")
     flow = registry.EVALUATIONS[args.evaluation].flow()
-    report = run_flow(flow, **flow_arguments(flow, args))
+    report = run_flow(flow, summary_to=notes_out(fmt), **flow_arguments(flow, args))
     if args.evaluation == "aquaechr-filter":
         print("\n".join(report["results"].get("lines", [])))
     # the runs the flow stored, by the ids it returned (never recomputed here): one run, or one per model
@@ -216,8 +219,8 @@ def run(args: argparse.Namespace) -> int:
         con, _ = open_for_query(settings.db_path, settings.parquet_dir)
         try:
             if run_id:
-                print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id),
-                              getattr(args, "format", "text"), evaluation=args.evaluation)
+                print_metrics(evalstore.load_metrics(con, run_id), evalstore.load_notes(con, run_id), fmt,
+                              evaluation=args.evaluation)
             for model, model_run_id in per_model.items():
                 print(f"{model} (evaluation run {model_run_id})")
                 print_metrics(evalstore.load_metrics(con, model_run_id), evalstore.load_notes(con, model_run_id),

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import importlib.util
-import sys
 
-from caseforge.cli.common import CommandFailed, add_db_option, print_rows, unknown_value
+from caseforge.cli.common import (CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
+                                  unknown_value)
 from caseforge.config import settings as load_settings
 from caseforge.llm.backends import REGISTRY
 from caseforge import settings_file
@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     models = commands.add_parser("models", help="which backend and model each step uses")
     _add_choice_options(models, role_default=None)
+    add_format_option(models)
     models.set_defaults(handler=run_models)
 
     ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
     stats.add_argument("--step", help="one step only")
-    stats.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_format_option(stats)
     add_db_option(stats)
     stats.set_defaults(handler=run_stats)
 
@@ -102,12 +103,14 @@ def run_models(args: argparse.Namespace) -> int:
                 rows.append((step, role, args.backend or "-", "-", "-", str(exc)))
     rows = [row for row in rows if (args.role is None or row[1] == args.role)
             and (args.step is None or row[0] in ("(any)", args.step) or fnmatch.fnmatchcase(args.step, row[0]))]
-    print_rows(["step", "role", "backend", "model", "family", "options"], rows, "table", out=sys.stdout)
+    installed = {name: "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)"
+                 for name, needs in sorted(_NEEDS.items())}
+    rows = [(*row, installed.get(row[2], "-")) for row in rows]
+    print_rows(["step", "role", "backend", "model", "family", "options", "installed"], rows, args.format)
     found = settings_file.user_file()
-    print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}")
-    installed = [(name, "yes" if needs is None or importlib.util.find_spec(needs) else f"no ({needs} missing)")
-                 for name, needs in sorted(_NEEDS.items())]
-    print_rows(["backend", "installed"], installed, "table", out=sys.stdout)
+    print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}", file=notes_out(args.format))
+    if args.format == "table":
+        print_rows(["backend", "installed"], sorted(installed.items()), "table")
     return 0
 
 
@@ -135,9 +138,9 @@ def run_ping(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from caseforge.warehouse import connect, sql_text
+    from caseforge.warehouse import open_for_query, sql_text
     settings = load_settings(args.db)
-    con = connect(settings.db_path, read_only=True)
+    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
     try:
         check_step(args.step, con)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
@@ -145,7 +148,7 @@ def run_stats(args: argparse.Namespace) -> int:
         rows = cursor.fetchall()
     finally:
         con.close()
-    print_rows(columns, rows, args.format, out=sys.stdout)
+    print_rows(columns, rows, args.format)
     return 0
 
 

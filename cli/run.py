@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_nightly_command(args: argparse.Namespace) -> int:
     from caseforge.flows.nightly import nightly_refresh
+    from caseforge.flows.nightly_report import NOTHING_REBUILT
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     for name in sources or ():
@@ -42,6 +43,8 @@ def run_nightly_command(args: argparse.Namespace) -> int:
         print(f"{row['stage']:8} {row['name']:14} {row['status']:11} fetched={row['fetched']} "
               f"new_payloads={row['new_payloads']} new={row['new']} changed={row['changed']} "
               f"quarantined={row['quarantined']} llm_calls={row['llm_calls']} {row['note']}")
+    if not data["rebuilt"]:
+        print(NOTHING_REBUILT)
     print(f"summary: {data['run_dir']}/summary.md")
     if state.is_completed():
         return 0

@@ -7,7 +7,7 @@ import dataclasses
 
 import duckdb
 
-from caseforge.cli.common import CommandError, add_db_option, one_line, print_rows
+from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line, print_rows
 from caseforge.config import settings as load_settings
 from caseforge.warehouse import MIRRORED_OPS_TABLES, QueryBounds, open_for_query
 
@@ -15,7 +15,7 @@ from caseforge.warehouse import MIRRORED_OPS_TABLES, QueryBounds, open_for_query
 def register(sub: argparse._SubParsersAction) -> None:
     sql = sub.add_parser("sql", help="run one read-only SQL statement against the warehouse")
     sql.add_argument("query", help='e.g. "SELECT name, decided_date FROM curated.scotus_cases LIMIT 5"')
-    sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_format_option(sql)
     sql.add_argument("--timeout", type=float, metavar="S",
                      help="stop the statement after S seconds (default: $CASEFORGE_QUERY_TIMEOUT_S or 60; 0: never)")
     add_db_option(sql)

@@ -7,7 +7,7 @@ import sys
 
 import duckdb
 
-from caseforge.cli.common import add_db_option, jsonable, print_rows, unknown_value
+from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
 from caseforge.config import EXPECTATIONS_DIR
 from caseforge.config import settings as load_settings
 from caseforge.runs import interrupted_runs, mark_interrupted_runs
@@ -17,13 +17,14 @@ from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql
 def register(sub: argparse._SubParsersAction) -> None:
     status = sub.add_parser("status", help="what the last runs did (ops.runs), with the stages of the last nightly")
     status.add_argument("--limit", type=int, default=10)
-    status.add_argument("--format", choices=["table", "json"], default="table")
+    status.add_argument("--stages", action="store_true", help="only the stages of the last nightly, one row each")
+    add_format_option(status)
     add_db_option(status)
     status.set_defaults(handler=run_status)
 
     quality = sub.add_parser("quality", help="the latest quality-gate result per table")
     quality.add_argument("table", nargs="?", help="one table (e.g. scotus_cases)")
-    quality.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_format_option(quality)
     add_db_option(quality)
     quality.set_defaults(handler=run_quality)
 
@@ -67,6 +68,15 @@ def _record_interrupted(db_path) -> None:
         con.close()
 
 
+# the fields of a run and of a nightly stage as csv and json give them (sql/ops/recent_runs.sql, nightly_stages.sql),
+# and the ones a table shows
+RUN_FIELDS = ["run_id", "kind", "target", "status", "started_at", "finished_at", "duration_s", "counts", "message",
+              "stages_failed", "stages_skipped", "pid", "host", "process_start"]
+RUN_COLUMNS = ["run_id", "kind", "target", "status", "started_at", "duration_s", "stages_failed", "counts", "message"]
+STAGE_FIELDS = ["stage", "name", "status", "counts", "duration_s", "message"]
+STAGE_COLUMNS = ["stage", "name", "status", "duration_s", "counts", "message"]
+
+
 def run_status(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
     con, mode = open_for_query(settings.db_path, settings.parquet_dir)
@@ -76,21 +86,28 @@ def run_status(args: argparse.Namespace) -> int:
         con.close()
     if mode == "warehouse" and data["interrupted_now"]:
         _record_interrupted(settings.db_path)
-    if args.format == "json":
+    fmt = args.format
+    if args.stages:
+        stages = data["last_nightly_stages"]
+        if not stages:
+            print("no nightly among the runs shown", file=notes_out(fmt))
+        columns = STAGE_COLUMNS if fmt == "table" else STAGE_FIELDS
+        print_rows(columns, [[s[c] for c in columns] for s in stages], fmt)
+        return 0
+    if fmt == "json":
         json.dump(data, sys.stdout, default=jsonable, indent=1, ensure_ascii=False)
         sys.stdout.write("\n")
+        return 0
+    if fmt == "csv":
+        print_rows(RUN_FIELDS, [[r[c] for c in RUN_FIELDS] for r in data["runs"]], "csv")
         return 0
     if not data["runs"]:
         print("no runs recorded yet")
         return 0
-    columns = ["run_id", "kind", "target", "status", "started_at", "duration_s", "stages_failed", "counts", "message"]
-    print_rows(columns, [[r[c] if c != "counts" else ", ".join(f"{k}={v}" for k, v in sorted(r["counts"].items()))
-                          for c in columns] for r in data["runs"]], "table")
+    print_rows(RUN_COLUMNS, [[r[c] for c in RUN_COLUMNS] for r in data["runs"]], "table")
     if data["last_nightly_stages"]:
         print("\nlast nightly, per stage:")
-        columns = ["stage", "name", "status", "duration_s", "counts", "message"]
-        print_rows(columns, [[s[c] if c != "counts" else ", ".join(f"{k}={v}" for k, v in sorted(s["counts"].items()))
-                              for c in columns] for s in data["last_nightly_stages"]], "table")
+        print_rows(STAGE_COLUMNS, [[s[c] for c in STAGE_COLUMNS] for s in data["last_nightly_stages"]], "table")
     return 0
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One-time setup of a Prefect server for caseforge: work pools and global concurrency limits.
-# Idempotent: existing pools and limits are left as they are.  PREFECT_API_URL must point at the server.
+# One-time setup of a Prefect server for caseforge: work pools, global concurrency limits and failure
+# notifications. Idempotent: existing pools and limits are left as they are, the notification block and
+# automation are replaced.  PREFECT_API_URL must point at the server; PYTHON must have caseforge installed
+# (the project's .venv/bin/python).
 #
 # Pools: caseforge-cpu (process) runs the nightly, the builders and the evaluations; caseforge-gpu runs the
 # shards of their LLM steps (deployment llm-shard/gpu). GPU_POOL_TYPE chooses its type: docker (default) or
@@ -13,6 +15,12 @@
 # request to the host and gives it back when the fetcher closes (flows/common.py, PrefectHostSlots), whenever
 # it runs inside a Prefect run against this server. A host without a limit is fetched without one (Prefect
 # logs a warning). The per-process rate limit of caseforge.fetch still spaces the requests.
+#
+# Failure notifications (flows/notifications.py): with CASEFORGE_NOTIFY_URL set (a Slack or Teams webhook, any
+# other webhook URL, or sendgrid://API_KEY:from_name@from_domain/to@domain for e-mail) or CASEFORGE_NOTIFY_BLOCK
+# (a notification block made in the UI, as <block type slug>/<name>), an automation sends one message when a run
+# of a deployment tagged notify-failures (the nightly) ends Failed, Crashed or TimedOut, naming its failed
+# stages and linking the run. With neither set, none is made, and the last line says so.
 set -euo pipefail
 
 PREFECT="${PREFECT:-prefect}"
@@ -53,3 +61,6 @@ limit upstream-api.oyez.org 1
 limit upstream-hudoc.echr.coe.int 1
 limit upstream-ks.echr.coe.int 1          # the case-law guides (tasks/guides/ingest.py)
 limit upstream-wenshu.court.gov.cn 1
+
+# who hears of a failed or crashed run
+"$PYTHON" -m caseforge.flows.notifications

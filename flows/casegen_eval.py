@@ -20,7 +20,7 @@ def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: st
                  task: str | None = None, limit: int | None = None, max_input_chars: int = 8000,
                  max_input_tokens: int | None = None, tokenizer: str | None = None, max_new_tokens: int = 1024,
                  bert_model: str | None = None, human_scores: str | None = None,
-                 out_dir: str = "data/reports/casegen", allow_same_family: bool = False, skip_judge: bool = False,
+                 out_dir: str | None = None, allow_same_family: bool = False, skip_judge: bool = False,
                  plots: bool = True):
     """Generate (temperature 0, input cut from the middle), judge, score and report CaseGen items; the final
     state's data carries the evaluation run of each model (results.eval_run_ids: model → run id)."""

@@ -77,6 +77,10 @@ class NightlyResult:
     def ok(self) -> bool:
         return not any(o.failed for o in self.outcomes)
 
+    def rebuilt(self) -> list[str]:
+        """The builders, evaluations and releases that ran tonight (were not skipped)."""
+        return [f"{o.stage} {o.name}" for o in self.outcomes if o.stage != "source" and o.status != "skipped"]
+
     def failures(self) -> list[str]:
         lines = []
         for o in self.outcomes:
@@ -87,7 +91,8 @@ class NightlyResult:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "ok": self.ok, "run_dir": str(self.run_dir),
-                "stages": [o.summary_row() for o in self.outcomes], "failures": self.failures()}
+                "stages": [o.summary_row() for o in self.outcomes], "failures": self.failures(),
+                "rebuilt": self.rebuilt()}
 
 
 def _as_report(result, name: str) -> StageReport:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+from pathlib import Path
 from typing import Callable
 
 import duckdb
@@ -14,6 +16,8 @@ from caseforge.release import md_table
 from caseforge.warehouse import run_sql, table_exists
 
 log = logging.getLogger(__name__)
+
+LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
                    "llm_calls", "cache_hits", "duration_s", "note"]
@@ -37,10 +41,18 @@ def quality_markdown(quality: list[dict]) -> str:
     return md_table(QUALITY_COLUMNS, [[q.get(c) for c in QUALITY_COLUMNS] for q in quality])
 
 
+NOTHING_REBUILT = "nothing rebuilt (no builder, evaluation or release had a changed input)"
+
+
+def verdict(result) -> str:
+    """One line on the whole run: ok or how many problems, and whether anything was rebuilt."""
+    said = "all stages ok" if result.ok else f"{len(result.failures())} problem(s)"
+    return f"{said}, {NOTHING_REBUILT}" if not result.rebuilt() else said
+
+
 def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None) -> str:
     """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md)."""
-    verdict = "all stages ok" if result.ok else f"{len(result.failures())} problem(s)"
-    parts = [f"# Nightly run {result.run_id}: {verdict}", "",
+    parts = [f"# Nightly run {result.run_id}: {verdict(result)}", "",
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
         parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
@@ -172,3 +184,14 @@ def write_run_dir(con, result, plots: dict) -> None:
             result.plots[name] = (title, path)
     (result.run_dir / "summary.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
     (result.run_dir / "summary.md").write_text(summary_markdown(result, quality_rows(con)))
+    point_latest_at(result.run_dir)
+
+
+def point_latest_at(run_dir: Path) -> None:
+    """`latest` beside the run folders (`<db name>-runs/latest`) links to this run's folder: replaced in one
+    step (a symlink renamed over the old one), so a reader never finds it missing or half-written."""
+    latest = run_dir.parent / LATEST
+    staged = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(run_dir.name, target_is_directory=True)
+    os.replace(staged, latest)

@@ -1,7 +1,7 @@
 -- The latest runs, newest first, with how many stages of a nightly failed or were skipped, and the
 -- process that owns each (to tell a live `running` run from one whose process is gone).
 SELECT r.run_id, r.kind, r.target, r.status, r.started_at, r.finished_at,
-       round(date_diff('millisecond', r.started_at, r.finished_at) / 1000.0, 1) AS duration_s,
+       date_diff('microsecond', r.started_at, r.finished_at) / 1e6 AS duration_s,
        r.counts, r.message,
        count(s.name) FILTER (WHERE s.status IN ('failed', 'quarantined')) AS stages_failed,
        count(s.name) FILTER (WHERE s.status = 'skipped') AS stages_skipped,

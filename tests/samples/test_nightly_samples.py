@@ -1,9 +1,11 @@
-"""The nightly on real Oyez samples, twice in a row: the second run fetches nothing new, makes no
-LLM call (no builder's inputs changed) and leaves the release byte-identical."""
+"""The nightly on real samples (Oyez, HUDOC, the case-law guide), twice in a row: the second run fetches
+nothing new, skips every builder and release (no input changed), makes no LLM call, leaves the release
+byte-identical, and its summary says nothing was rebuilt."""
 from pathlib import Path
 
 import pytest
 from oyez_subset import link_oyez_subset
+from prefect.client.orchestration import get_client
 from pydantic import BaseModel
 
 from dataclasses import dataclass
@@ -76,11 +78,26 @@ class BuilderEntryDouble(registry.Builder):
         return self.builder(settings, **kwargs)
 
 
+class CallCountingBuilderDouble:
+    """Test double of a builder that needs no model: counts its runs."""
+
+    def __init__(self, name: str):
+        self.name, self.runs = name, 0
+
+    def __call__(self, settings, **options):
+        self.runs += 1
+        return StageReport(name=self.name)
+
+
 @pytest.fixture
 def samples_subset(samples_dir, tmp_path):
     """A samples tree: links to the first real Oyez case files, and the first real rows of the legacy table
-    (the whole 2,999-row table through the gate three times would make this test slow)."""
-    return link_oyez_subset(samples_dir, tmp_path / "samples", CASES_IN_SUBSET, LEGACY_ROWS)
+    (the whole 2,999-row table through the gate three times would make this test slow), and the real HUDOC
+    and guide samples (what the AQuAECHR builder reads)."""
+    root = link_oyez_subset(samples_dir, tmp_path / "samples", CASES_IN_SUBSET, LEGACY_ROWS)
+    for source in ("hudoc", "echr_guides"):
+        (root / source).symlink_to(samples_dir / source)
+    return root
 
 
 def tree_bytes(root):
@@ -89,19 +106,28 @@ def tree_bytes(root):
 
 def test_nightly_twice_on_samples(samples_subset, tmp_path):
     backend = EchoBackendDouble()
-    stages_of = {"sources": {"oyez": registry.SOURCES["oyez"]},
+    aquaechr = CallCountingBuilderDouble("aquaechr")          # reads what the real AQuAECHR builder reads
+    stages_of = {"sources": {name: registry.SOURCES[name] for name in ("oyez", "hudoc", "guides")},
                  "builders": {"echo": BuilderEntryDouble("echo", "echo (double)", None, inputs=("curated.scotus_cases",),
-                                                         builder=echo_builder(backend))},
+                                                         builder=echo_builder(backend)),
+                              "aquaechr": BuilderEntryDouble("aquaechr", "aquaechr (double)", None,
+                                                             inputs=registry.BUILDERS["aquaechr"].inputs,
+                                                             builder=aquaechr)},
                  "evaluations": {}, "releases": {"scotus": registry.RELEASES["scotus"]}}
     settings = load_settings(tmp_path / "cf.duckdb")
     options = nightly.NightlyOptions(from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases")
 
+    # Prefect's temporary server up before three source threads need it: threads that each find none start one
+    # apiece (Prefect 3.8.8's SubprocessASGIServer.start is not thread-safe), and on a busy machine all time out
+    with get_client(sync_client=True) as client:
+        client.api_healthcheck()
     first = nightly.run_nightly(settings, options, **stages_of)
     assert first.ok, first.failures()
     stages = {(o.stage, o.name): o for o in first.outcomes}
     assert stages[("source", "oyez")].counts["new"] == CASES_IN_SUBSET
     assert stages[("source", "oyez")].counts["new_payloads"] == CASES_IN_SUBSET + 1  # + the legacy table
     assert stages[("builder", "echo")].counts["llm_calls"] == CASES_IN_SUBSET == backend.calls
+    assert stages[("builder", "aquaechr")].status == "succeeded" and aquaechr.runs == 1
     release = tmp_path / "releases" / "scotus"
     assert verify_release(release) == [] and validate_croissant(release) == []
     released = tree_bytes(release)
@@ -111,19 +137,25 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
 
     second = nightly.run_nightly(settings, options, **stages_of)
     assert second.ok, second.failures()
-    stages = {(o.stage, o.name): o for o in second.outcomes}
-    oyez = stages[("source", "oyez")].counts
-    assert (oyez["new_payloads"], oyez["new"], oyez["changed"]) == (0, 0, 0)
-    assert stages[("builder", "echo")].status == "skipped"
-    assert stages[("builder", "echo")].note == "inputs unchanged"
-    assert stages[("export", "scotus")].status == "skipped"
-    assert backend.calls == CASES_IN_SUBSET
+    for source in second.outcomes[:3]:
+        assert source.stage == "source" and source.status == "succeeded", source
+        assert (source.counts["new_payloads"], source.counts["new"], source.counts["changed"]) == (0, 0, 0), source
+    rebuilt = {(o.stage, o.name): (o.status, o.note) for o in second.outcomes if o.stage != "source"}
+    assert rebuilt == {("builder", "echo"): ("skipped", "inputs unchanged"),
+                       ("builder", "aquaechr"): ("skipped", "inputs unchanged"),
+                       ("export", "scotus"): ("skipped", "inputs unchanged")}
+    assert backend.calls == CASES_IN_SUBSET and aquaechr.runs == 1
     assert sum(o.counts.get("llm_calls", 0) for o in second.outcomes) == 0
     assert tree_bytes(release) == released
+    summary = (second.run_dir / "summary.md").read_text()
+    assert summary.startswith(f"# Nightly run {second.run_id}: all stages ok, nothing rebuilt (no builder, "
+                              "evaluation or release had a changed input)"), summary[:300]
+    assert (settings.runs_dir / "latest").resolve() == second.run_dir.resolve()
 
     # forcing the builders and the release: the LLM cache answers everything, the writer gives the same bytes
     forced = nightly.run_nightly(settings, nightly.NightlyOptions(
-        from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases", force=True), **stages_of)
+        from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases", sources=["oyez"],
+        force=True), **stages_of)
     stages = {(o.stage, o.name): o for o in forced.outcomes}
     assert stages[("builder", "echo")].counts["cache_hits"] == CASES_IN_SUBSET
     assert stages[("builder", "echo")].counts["llm_calls"] == 0 and backend.calls == CASES_IN_SUBSET

@@ -121,7 +121,7 @@ def test_sources_from_cn_judgments_prefer_the_latest_representatives(db_path):
 def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp_path, scripted):
     config = built(db_path)
     params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="scripted-double", judge_model=double.JUDGE,
-                                 out_dir=str(tmp_path / "reports"), plots=False)
+                                 plots=False)
     report, result = eval_pipeline.run_eval(config, params)
     assert report.ok, report.failures
     assert report.counts["judge_llm_calls"] == 12
@@ -143,7 +143,9 @@ def test_end_to_end_with_the_double_then_a_rerun_makes_no_llm_calls(db_path, tmp
     assert again.counts[f"generate_{double.DRAFTER}_llm_calls"] == 0
     assert again_result["eval_run_ids"] == {double.DRAFTER: run_id}
     assert query(db_path, "SELECT count(*) FROM eval.item_outputs") == [(12,)]
-    assert {Path(p).name for p in result["files"]} == {"casegen_leaderboard.csv", "casegen_leaderboard.md"}
+    # the leaderboard belongs to its warehouse: <db dir>/<db name>-reports/casegen/ (not ./data/reports/casegen/)
+    assert sorted(result["files"]) == [str(db_path.parent / f"{db_path.stem}-reports" / "casegen" / name)
+                                       for name in ("casegen_leaderboard.csv", "casegen_leaderboard.md")]
 
 
 def test_replay_file_reproduces_the_run_end_to_end(replayed):

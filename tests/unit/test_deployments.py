@@ -5,6 +5,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from caseforge import settings_file
@@ -67,3 +68,43 @@ def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_source
     hosts = {urlsplit(url).hostname for url in urls}
     created = set(re.findall(r"^limit (\S+) \d+", (DEPLOYMENTS / "setup.sh").read_text(), re.M))
     assert created == {host_limit_name(host) for host in hosts}
+
+
+def test_the_scheduled_nightly_is_tagged_for_the_failure_notification_setup_sh_makes():
+    from caseforge.flows import notifications
+
+    config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
+    tagged = {d["name"] for d in config["deployments"] if notifications.NOTIFY_TAG in d.get("tags", [])}
+    assert tagged == {"nightly", "oyez-nightly"}
+    assert "\n\"$PYTHON\" -m caseforge.flows.notifications\n" in (DEPLOYMENTS / "setup.sh").read_text()
+
+
+def test_the_notification_url_chooses_the_block():
+    from prefect.blocks.notifications import (CustomWebhookNotificationBlock, MicrosoftTeamsWebhook, SendgridEmail,
+                                              SlackWebhook)
+
+    from caseforge.flows.notifications import notification_block
+
+    slack, said = notification_block("https://hooks.slack.com/services/T000/B000/XXXX")
+    assert isinstance(slack, SlackWebhook) and slack.notify_type == "failure" and "XXXX" not in said
+    teams, _ = notification_block("https://prod-01.westeurope.logic.azure.com:443/workflows/abc/triggers/manual/"
+                                  "paths/invoke?api-version=2016-06-01&sig=s")
+    assert isinstance(teams, MicrosoftTeamsWebhook)
+    mail, said = notification_block("sendgrid://SG.key:alerts@example.org/ops@example.org/oncall@example.org")
+    assert isinstance(mail, SendgridEmail) and mail.sender_email == "alerts@example.org"
+    assert mail.to_emails == ["ops@example.org", "oncall@example.org"] and "SG.key" not in said
+    hook, said = notification_block("https://user:secret@alerts.example.org/hooks/caseforge")
+    assert isinstance(hook, CustomWebhookNotificationBlock) and hook.json_data["body"] == "{{body}}"
+    assert said == "webhook at https://alerts.example.org" and "secret" not in said
+    for wrong in ("ftp://example.org/x", "hooks.slack.com/services/T/B/X", "sendgrid://key@example.org/"):
+        with pytest.raises(ValueError):
+            notification_block(wrong)
+
+
+def test_without_a_notification_url_none_is_made_and_it_says_so(monkeypatch, capsys):
+    from caseforge.flows import notifications
+
+    monkeypatch.delenv(notifications.NOTIFY_URL_ENV, raising=False)
+    monkeypatch.delenv(notifications.NOTIFY_BLOCK_ENV, raising=False)
+    assert notifications.main([]) == 0
+    assert capsys.readouterr().out.startswith("failure notifications: none (CASEFORGE_NOTIFY_URL and ")

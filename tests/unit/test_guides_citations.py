@@ -67,3 +67,26 @@ def test_names_outside_parentheses_and_split_words():
     assert [(c.case_name, c.pinpoints, c.repeats_previous) for c in found] == [
         ("Jeanty v. Belgium", [], False), ("Jeanty v. Belgium", [62], True),
         ("Ribcheva and Others v. Bulgaria", [], False)]
+
+
+def test_an_unchanged_guides_citations_keep_their_rows_and_a_changed_resolution_replaces_them(tmp_path):
+    """curated.guide_citations is what the AQuAECHR builder reads: rewritten on every ingest (a fresh
+    updated_at), its fingerprint changed and the builder ran again on an unchanged night."""
+    from caseforge.warehouse import connect, run_sql
+
+    con = connect(tmp_path / "w.duckdb")
+    columns = "guide_id, para_no, ordinal, case_name, whole_case, raw_citation, itemid, raw_sha256"
+
+    def load(itemid):
+        run_sql(con, "ops/clear_staging_table.sql", identifiers={"table": "guide_citations"})
+        con.execute(f"INSERT INTO staging.guide_citations ({columns}) VALUES "
+                    "('g', '1', 1, 'Malyy v. Ukraine', false, 'Malyy v. Ukraine, 2019', ?, 'p'), "
+                    "('g', '2', 1, 'Uysal v. Turkey', true, 'Uysal v. Turkey, 2007', NULL, 'p')", [itemid])
+        run_sql(con, "guides/curate_guide_citations.sql")
+        return con.execute("SELECT para_no, itemid, updated_at FROM curated.guide_citations ORDER BY para_no").fetchall()
+
+    first = load(None)
+    assert load(None) == first                                    # same rows, same updated_at
+    resolved = load("001-190000")                                 # a judgment arrived: resolution improved
+    assert [(p, i) for p, i, _ in resolved] == [("1", "001-190000"), ("2", None)]
+    assert all(after > before for (_, _, after), (_, _, before) in zip(resolved, first))

@@ -141,3 +141,15 @@ def test_a_progress_left_unclosed_stops_beating_once_it_is_gone(caplog, monkeypa
         gc.collect()
         thread.join(timeout=2)
     assert not thread.is_alive()
+
+
+def test_loading_a_local_model_draws_no_third_party_bar(capfd):
+    """transformers drew a "Loading weights" bar (tqdm on stderr) for every model it loaded, in the middle of
+    a nightly's output; caseforge's own progress says how far long work is, and a local model loads in a second."""
+    from sentence_transformers import SentenceTransformer
+
+    from caseforge.embeddings import default_model_path
+
+    SentenceTransformer(str(default_model_path()), device="cpu")        # not load_sentence_model: no cache
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s]" not in err, err

@@ -11,7 +11,7 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_markdown
-from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.config import Settings
 from caseforge.evalstore import ItemResult
 from caseforge.families import check_families
 from caseforge.llm.config import Backends
@@ -26,7 +26,6 @@ from caseforge.tasks.aquaechr.eval.pipeline import evaluate as evaluate_items
 from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS
 
 log = logging.getLogger(__name__)
-DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "aquaechr"
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,8 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
             log.warning(line)
         session.report.add("warnings", len(result.warnings))
         session.report.add("scored", int(result.metrics["n"]))
-        md, csv_path = store.write_report(session.con, Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR)
+        out_dir = Path(options.out_dir) if options.out_dir else settings.reports_dir / "aquaechr"
+        md, csv_path = store.write_report(session.con, out_dir)
         session.report.results["report"] = str(md)
         publish_markdown("aquaechr-report", md.read_text(encoding="utf-8"),
                          f"AQuAECHR metrics (latest run per configuration); CSV: {csv_path}")

@@ -12,7 +12,7 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.config import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import barexam_corpus
@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 
 TASK = "barexam"
 DATASET = "curated.barexam_questions"
-DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "barexam"
 
 
 @dataclass(frozen=True)
@@ -122,8 +121,8 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
                            started)
         label = "oracle (gold passage given, not flagged as gold)" if options.system == "oracle" else options.system
         header = {"task": TASK, "system": options.system, "params": params, "label": label}
-        paths = evalstore.export_run(Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR, run_id, header,
-                                     items, metrics)
+        out_dir = Path(options.out_dir) if options.out_dir else settings.reports_dir / "barexam"
+        paths = evalstore.export_run(out_dir, run_id, header, items, metrics)
         log.info("barexam %s: accuracy %.3f on %d; exported %s", options.system, metrics["accuracy"], len(items),
                  ", ".join(map(str, paths)))
         publish_metrics(f"barexam-{options.system}", f"Bar Exam {options.system}", metrics)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.config import PROJECT_ROOT, Settings
+from caseforge.config import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.hybrid import Fusion, HybridRetriever
@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 TASK = "casefacts"
 LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
 SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
-DEFAULT_OUT_DIR = PROJECT_ROOT / "data" / "eval" / "casefacts"
 # BM25 and QLM on Snowball (Porter2) stems by default: the paper does not say how its BM25 tokenised, and a
 # "BM25" baseline row is what the usual toolkits give (Lucene/Pyserini's English analyzer stems; bm25s
 # documents PyStemmer). Measured on the released train split (samples warehouse, paper's gold rule):
@@ -184,8 +183,8 @@ def evaluate(settings: Settings, options: Options, steps: Steps | None = None) -
         evalstore.save_run(session.con, run_id, TASK, options.system, Path(options.claims).name, sha, params, items,
                            metrics, started, notes=notes)
         header = {"task": TASK, "system": options.system, "dataset": Path(options.claims).name, "params": params}
-        paths = evalstore.export_run(Path(options.out_dir) if options.out_dir else DEFAULT_OUT_DIR, run_id, header,
-                                     items, metrics)
+        out_dir = Path(options.out_dir) if options.out_dir else settings.reports_dir / "casefacts"
+        paths = evalstore.export_run(out_dir, run_id, header, items, metrics)
         log.info("casefacts %s: n=%d exported %s", options.system, metrics["n"], ", ".join(map(str, paths)))
         publish_metrics(f"casefacts-{options.system}", f"CaseFacts {options.system}", metrics)
     return session.report

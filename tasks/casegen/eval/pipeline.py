@@ -37,7 +37,7 @@ class EvalParams:
     config: evaluate.EvalConfig = field(default_factory=evaluate.EvalConfig)
     bert_model: str | None = None
     human_scores: str | None = None
-    out_dir: str = "data/reports/casegen"
+    out_dir: str | None = None              # None: <db name>-reports/casegen beside the warehouse
     allow_same_family: bool = False
     plots: bool = True
     backend_options: dict = field(default_factory=dict)
@@ -48,7 +48,7 @@ def make_params(models: list[str] | None = None, llm: str | None = None, judge_m
                 replay_file: str | None = None, judge_replay_file: str | None = None, task: str | None = None,
                 limit: int | None = None, max_input_chars: int = 8000, max_input_tokens: int | None = None,
                 tokenizer: str | None = None, max_new_tokens: int = 1024, bert_model: str | None = None,
-                human_scores: str | None = None, out_dir: str = "data/reports/casegen",
+                human_scores: str | None = None, out_dir: str | None = None,
                 allow_same_family: bool = False, skip_judge: bool = False, plots: bool = True) -> EvalParams:
     """Evaluation parameters from plain options. The evaluated models default to the settings' `system`
     role, the judge to its `judge` role ($CASEFORGE_CASEGEN_JUDGE also names one); with neither (and
@@ -135,7 +135,7 @@ def store_step(session: RunSession, params: EvalParams, items: list[dict], gener
 
 def report_step(session: RunSession, params: EvalParams, run_ids: dict[str, str], notes: list[str]) -> dict:
     """Leaderboard files, plots and agreement with people, all read from the store's runs `run_ids`."""
-    out_dir = Path(params.out_dir)
+    out_dir = Path(params.out_dir) if params.out_dir else session.settings.reports_dir / "casegen"
     ids = list(run_ids.values())
     wide = reporting.leaderboard_wide(reporting.leaderboard_long(session.con, ids))
     agreement = None
