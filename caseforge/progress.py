@@ -20,6 +20,8 @@ import threading
 import time
 import weakref
 
+from caseforge.runs import check_stop
+
 log = logging.getLogger("caseforge.progress")
 
 LOGGER_ROOT = "caseforge"
@@ -84,6 +86,7 @@ class Progress:
 
     def __init__(self, label: str, total: int | None = None, every_s: float = 5.0, unit: str = "items",
                  counters: dict[str, int] | None = None, clock=time.monotonic, heartbeat_s: float | None = None):
+        check_stop()                     # long work starts and goes on only while the process is not told to stop
         self.label = label
         self.total = total
         self.every_s = every_s
@@ -104,6 +107,7 @@ class Progress:
     # --- what callers use ---
 
     def step(self, n: int = 1, tokens: int = 0) -> None:
+        check_stop()
         self.done += n
         self.tokens += tokens
         if self._bar is not None:

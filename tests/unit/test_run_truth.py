@@ -1,0 +1,54 @@
+"""Every run ends in a true state in ops.runs: work stopped by SIGINT / SIGTERM is `interrupted` (never
+`succeeded`, never `quarantined` because some rows were quarantined before the stop), a run that dies of an
+exception is `failed` with the reason, and `succeeded` only when the work finished."""
+from __future__ import annotations
+
+import pytest
+
+from caseforge.config import settings as load_settings
+from caseforge.session import run_session
+from caseforge.warehouse import connect
+
+
+def run_row(db, run_id):
+    con = connect(db)
+    try:
+        cursor = con.execute("SELECT status, message, finished_at FROM ops.runs WHERE run_id = ?", [run_id])
+        return dict(zip([d[0] for d in cursor.description], cursor.fetchone()))
+    finally:
+        con.close()
+
+
+def test_a_run_stopped_by_ctrl_c_part_way_is_interrupted_not_succeeded(db_path):
+    with pytest.raises(KeyboardInterrupt):
+        with run_session(load_settings(db_path), "ingest", "hudoc") as session:
+            session.report.add("documents_parsed", 634)       # 634 of 1,600 bodies, then Ctrl-C
+            raise KeyboardInterrupt
+    row = run_row(db_path, session.run_id)
+    assert row["status"] == "interrupted", row
+    assert "SIGINT" in row["message"] and row["finished_at"] is not None
+
+
+def test_a_run_stopped_after_quarantining_rows_is_interrupted_not_quarantined(db_path):
+    with pytest.raises(KeyboardInterrupt):
+        with run_session(load_settings(db_path), "ingest", "cn") as session:
+            session.report.add("quarantined", 3)              # 40 of 64 batches ran, some rows quarantined
+            session.report.fail("cn file/a.jsonl line 3: not JSON")
+            raise KeyboardInterrupt
+    assert run_row(db_path, session.run_id)["status"] == "interrupted"
+
+
+def test_a_run_that_dies_of_an_exception_is_failed_with_the_reason_even_after_quarantines(db_path):
+    with pytest.raises(OSError):
+        with run_session(load_settings(db_path), "ingest", "cn") as session:
+            session.report.add("quarantined", 2)
+            raise OSError(28, "No space left on device")
+    row = run_row(db_path, session.run_id)
+    assert row["status"] == "failed", row
+    assert "No space left on device" in row["message"]
+
+
+def test_a_run_that_finished_its_work_is_succeeded(db_path):
+    with run_session(load_settings(db_path), "ingest", "oyez") as session:
+        session.report.add("new", 1)
+    assert run_row(db_path, session.run_id)["status"] == "succeeded"
