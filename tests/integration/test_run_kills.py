@@ -299,7 +299,8 @@ def test_a_command_stopped_part_way_ends_promptly_as_interrupted_everywhere(comm
     flows = {name: state for name, state in in_prefect.items() if name.startswith("flow ")}
     assert flows and all(s.is_cancelled() and s.name == "Interrupted" and how in s.message for s in flows.values()), \
         (flows, one.stderr()[-3000:])
-    assert not [name for name, state in in_prefect.items() if state.is_running() or state.is_completed()], in_prefect
+    assert not [name for name, state in in_prefect.items() if state.is_running()], in_prefect   # (a step that
+    #                                                   finished before the signal reached its thread is Completed)
 
     assert one.notes == [] and one.exit_code == SIGNALS[how][1], (one.notes, one.exit_code, one.stderr()[-3000:])
     said = one.said_after_the_signal()

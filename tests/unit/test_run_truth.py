@@ -52,3 +52,45 @@ def test_a_run_that_finished_its_work_is_succeeded(db_path):
     with run_session(load_settings(db_path), "ingest", "oyez") as session:
         session.report.add("new", 1)
     assert run_row(db_path, session.run_id)["status"] == "succeeded"
+
+
+def test_a_nightly_stopped_in_a_builder_records_the_builder_and_every_later_stage_interrupted(tmp_path):
+    """Ctrl-C while the nightly's CaseFacts builder works (a long LLM step): the builder's own run, its stage
+    and the stages not yet started are interrupted; what finished before keeps its state."""
+    from registry_doubles import BuilderDouble, ReleaseDouble, SourceDouble
+
+    from caseforge.flows import nightly
+    from caseforge.runs import StageReport
+
+    def source_double(settings, **kwargs):
+        con = connect(settings.db_path)
+        con.execute("CREATE TABLE IF NOT EXISTS curated.alpha AS SELECT 1 AS id")
+        con.close()
+        report = StageReport("alpha")
+        report.add("new", 1)
+        return report
+
+    def builder_stopped_part_way(settings, **options):      # a builder double, run as builders run
+        with run_session(settings, "build", "casefacts") as session:
+            session.report.add("claims_generated", 3)
+            raise KeyboardInterrupt                          # Ctrl-C during its LLM step
+
+    settings = load_settings(tmp_path / "cf.duckdb")
+    with pytest.raises(KeyboardInterrupt):
+        nightly.run_nightly(settings, None, sources={"alpha": SourceDouble("alpha", "", None, refresh=source_double)},
+                            builders={"casefacts": BuilderDouble("casefacts", "", None, inputs=("curated.alpha",),
+                                                                 nightly=True, builder=builder_stopped_part_way)},
+                            evaluations={}, plots={},
+                            releases={"casefacts": ReleaseDouble("casefacts", "", None, inputs=("curated.alpha",),
+                                                                 writer=lambda con, folder: None)})
+    con = connect(settings.db_path)
+    try:
+        runs = dict(con.execute("SELECT kind, status FROM ops.runs").fetchall())
+        stages = {f"{s} {n}": (status, message) for s, n, status, message in con.execute(
+            "SELECT stage, name, status, message FROM ops.nightly_stages").fetchall()}
+    finally:
+        con.close()
+    assert runs == {"nightly": "interrupted", "build": "interrupted"}
+    assert stages["source alpha"][0] == "succeeded"
+    assert stages["builder casefacts"] == ("interrupted", "interrupted by SIGINT (Ctrl-C) while it ran")
+    assert stages["export casefacts"] == ("interrupted", "not started: interrupted by SIGINT (Ctrl-C)")
