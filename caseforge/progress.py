@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 
-from caseforge.runs import check_stop
+from caseforge.runs import check_stop, stop_requested
 
 log = logging.getLogger("caseforge.progress")
 
@@ -165,8 +165,8 @@ class Progress:
         wait = heartbeat_s
         while not stopped.wait(wait):
             progress = ref()
-            if progress is None or progress._closed:
-                return
+            if progress is None or progress._closed or stop_requested() is not None:
+                return                       # (a run told to stop does not go on saying it works)
             now = progress._clock()
             if now - progress._last >= heartbeat_s:
                 progress._last = now

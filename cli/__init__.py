@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     common.SHOW_TRACEBACKS = args.debug
     terminal_tracebacks(args.debug)
     quiet_once_stopped()
+    unraisable_before = sys.unraisablehook
+    sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
     with runs.stop_on_signals(exit_when_stuck=argv is None):
         try:
             return _run(args)
@@ -94,10 +96,23 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         finally:                                # main() also runs in-process (tests, notebooks): leave no trace
             runs.forget_stop()
+            sys.unraisablehook = unraisable_before
             if retry_before is None:
                 os.environ.pop("CASEFORGE_LLM_RETRY_FAILED", None)
             else:
                 os.environ["CASEFORGE_LLM_RETRY_FAILED"] = retry_before
+
+
+def _quiet_about_lost_stops(hook):
+    """A stop signal's exception raised inside a finaliser is lost to Python ("Exception ignored in ...", a
+    traceback on the terminal); the stop itself is not (caseforge.runs keeps it and the run stops at its next
+    step), so it is not printed. Everything else goes to `hook`."""
+    def quiet(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal":
+            return
+        hook(unraisable)
+    return quiet
 
 
 def _run(args: argparse.Namespace) -> int:
