@@ -17,7 +17,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
-from prefect.states import Cancelled, Completed, Failed
+from prefect.states import Cancelled, Completed, Failed, State
 
 from caseforge import artifacts, fetch, runs
 from caseforge.flows.llm_shard import PrefectShardRuns
@@ -194,42 +194,41 @@ _UNDER_WAY: dict[tuple, object] = {}     # (flow | task, run id) → the task ru
 
 
 def under_way(fn):
-    """Under @flow or @task: while the run is in this function it is known as under way, so a command that must
-    leave without it (a thread stuck in a read) still ends it in Prefect (_mark_abandoned_runs)."""
+    """Under @flow or @task: while the run is in this function it is known as under way, and so is a run that
+    ended stopped (Prefect's engine may not have reported its end yet), so a command that must leave without
+    it (a thread stuck in a read) still ends it in Prefect (_mark_abandoned_runs)."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
         key, parent = _this_run()
         if key is not None:
             _UNDER_WAY[key] = parent
+        ended = False
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            ended = not (isinstance(result, State) and result.is_cancelled())
+            return result
+        except BaseException as exc:
+            ended = stop_of(exc) is None
+            raise
         finally:
-            _UNDER_WAY.pop(key, None)
+            if ended:
+                _UNDER_WAY.pop(key, None)
     return run
 
 
 def ends_as_stopped(fn):
     """Under @flow (or a nightly stage's @task): a run stopped by SIGINT, SIGTERM or a Prefect cancellation ends
-    in stopped_state instead of Crashed ("Execution was aborted by an interrupt signal"). A stopped run stays
-    known as under way: should the command have to leave before Prefect's engine reported that state, the
-    state is set on the way out."""
+    in stopped_state instead of Crashed ("Execution was aborted by an interrupt signal")."""
     @functools.wraps(fn)
+    @under_way
     def run(*args, **kwargs):
-        key, parent = _this_run()
-        if key is not None:
-            _UNDER_WAY[key] = parent
-        stopped = False
         try:
             return fn(*args, **kwargs)
         except BaseException as exc:
             request = stop_of(exc)
             if request is None or _prefect_owns_the_end():
                 raise
-            stopped = True
             return stopped_state(request)
-        finally:
-            if not stopped:
-                _UNDER_WAY.pop(key, None)
     return run
 
 

@@ -329,7 +329,6 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
     report = StageReport("nightly", counts=_totals(outcomes + unfinished), run_id=run_id)
     if request is not None:
         report.stopped(request)
-        stop_open_runs(request)
     else:
         report.crashed(why)
     try:
@@ -338,6 +337,8 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         log.warning("nightly %s: its end could not be written: %s", run_id, error)
         return
     con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes + unfinished])
+    if request is not None:
+        stop_open_runs(request)
     if con is None:
         return
     try:

@@ -210,14 +210,17 @@ def stopped(shared_server_cli_env, tmp_path_factory) -> dict:
             if (command, how) == ("nightly", "SIGINT"):
                 one.release()        # its source, in another thread, goes on to its next step and stops there;
                 #                      the nightly stopped by SIGTERM leaves that thread stuck: the command leaves it
-        for one in held.values():
-            one.wait_stopped()
         killed = [one for (_, how), one in held.items() if how == "SIGKILL"]
-        for one in killed:
+        reruns = []
+        for one in killed:                    # run again at once, while the others wind down
+            one.wait_stopped()
             one.pipe.unlink()
             one.pipe.write_text(one.content)
-        reruns = [subprocess.Popen([sys.executable, "-m", "caseforge", *one.args], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True) for one in killed]
+            reruns.append(subprocess.Popen([sys.executable, "-m", "caseforge", *one.args], env=env,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for one in held.values():
+            if one.exit_code is None:
+                one.wait_stopped()
         for one, process in zip(killed, reruns):
             out, err = process.communicate(timeout=300)
             one.rerun = subprocess.CompletedProcess(process.args, process.returncode, out, err)
