@@ -20,6 +20,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -412,7 +413,9 @@ def settle_open_runs(con: duckdb.DuckDBPyConnection) -> list[int]:
         record = _read_open_file(path)
         run_id = record.get("run_id") if isinstance(record, dict) else None
         if not isinstance(run_id, int):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):            # unreadable: being written now, or left by a kill then
+                if time.time() - path.stat().st_mtime > 60:
+                    path.unlink()
             continue
         row = run_sql(con, "ops/run_status.sql", [run_id]).fetchone()
         gone = owner_gone(record.get("pid"), record.get("host"), record.get("process_start"))
@@ -539,7 +542,7 @@ def _database_file_of_run(con, run_id: int) -> Path | None:
     try:
         return _database_file(con)
     except duckdb.Error:                     # an invalidated database answers nothing: the run knows its file
-        paths = {db_path for (db_path, open_id) in _OPEN_RUNS if open_id == run_id and db_path is not None}
+        paths = {db_path for (db_path, open_id) in list(_OPEN_RUNS) if open_id == run_id and db_path is not None}
         return paths.pop() if len(paths) == 1 else None
 
 
@@ -558,7 +561,7 @@ def stop_open_runs(request: StopRequest) -> list[int]:
     """Every run this process opened and has not ended (work in a thread that the stop has not reached yet)
     recorded as stopped now, on a connection of its own; its thread may still write its own end later."""
     marked = []
-    for (db_path, run_id), (kind, target) in sorted(_OPEN_RUNS.items(), key=lambda item: item[0][1]):
+    for (db_path, run_id), (kind, target) in sorted(list(_OPEN_RUNS.items()), key=lambda item: item[0][1]):
         if db_path is None:
             continue
         report = StageReport(f"{kind} {target}", run_id=run_id)
