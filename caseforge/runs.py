@@ -521,7 +521,7 @@ def end_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport,
                 with contextlib.suppress(duckdb.Error):
                     retry.close()
                 raise
-        except (duckdb.Error, OSError) as exc:
+        except Exception as exc:               # noqa: BLE001  (the file keeps the end; nothing may mask the run's own end)
             log.warning("run %s: its end could not be written (%s; again: %s)%s", run_id, first_failure, exc,
                         "; the next start records it from its open-run file" if noted else "")
             return None
