@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 
 import duckdb
 
+from caseforge.runs import check_stop
 from caseforge.warehouse import run_sql
 
 
@@ -46,6 +47,7 @@ class RawArchive:
         content_type: str | None = None,
     ) -> tuple[Payload, bool]:
         """Archive a body; returns the payload and whether this content was new for the key."""
+        check_stop()                     # every payload is a point where a run told to stop does stop
         digest = sha256_hex(body)
         now = datetime.now(timezone.utc)
         before = run_sql(self.con, "ops/payload_stored.sql", [source, key, digest]).fetchone()[0]

@@ -7,6 +7,7 @@ import duckdb
 import pandas as pd
 
 from caseforge import gate as quality
+from caseforge.runs import check_stop
 from caseforge.warehouse import replace_staging, run_sql, transaction
 
 
@@ -79,6 +80,7 @@ def gate_and_load(
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
     old curated table or the new one.
     """
+    check_stop()                     # a batch is the unit a run stops between
     outcome = LoadOutcome()
     if frame.empty:
         return outcome

@@ -6,9 +6,10 @@ a Prefect run those lines reach the run log (caseforge.flows sets PREFECT_LOGGIN
 which gives the "caseforge" loggers Prefect's API handler) and the terminal through the root logger's
 console handler.
 
-On a terminal (stderr is a TTY) a tqdm bar is drawn as well, and the terminal handlers drop the periodic
-lines (TerminalFilter) so the bar is not broken up; the run log keeps them all. `CASEFORGE_PROGRESS=plain`
-turns the bar off, `bar` forces it.
+On a terminal (stderr is a TTY whose width is known) a tqdm bar is drawn as well, and the terminal handlers drop
+the periodic lines (TerminalFilter) so the bar is not broken up; the run log keeps them all. While nothing
+finishes, the heartbeat line is written above the bar, so a long step still shows a line every heartbeat.
+`CASEFORGE_PROGRESS=plain` turns the bar off, `bar` forces it.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import sys
 import threading
 import time
 import weakref
+
+from caseforge.runs import check_stop, stop_requested
 
 log = logging.getLogger("caseforge.progress")
 
@@ -35,8 +38,9 @@ def bars_wanted(stream=None) -> bool:
         return True
     stream = stream or sys.stderr
     try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
+        # a terminal of unknown width (0 columns: a bare pty) would get a bar of nothing: plain lines instead
+        return bool(stream.isatty()) and os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):
         return False
 
 
@@ -84,6 +88,7 @@ class Progress:
 
     def __init__(self, label: str, total: int | None = None, every_s: float = 5.0, unit: str = "items",
                  counters: dict[str, int] | None = None, clock=time.monotonic, heartbeat_s: float | None = None):
+        check_stop()                     # long work starts and goes on only while the process is not told to stop
         self.label = label
         self.total = total
         self.every_s = every_s
@@ -104,6 +109,7 @@ class Progress:
     # --- what callers use ---
 
     def step(self, n: int = 1, tokens: int = 0) -> None:
+        check_stop()
         self.done += n
         self.tokens += tokens
         if self._bar is not None:
@@ -159,13 +165,15 @@ class Progress:
         wait = heartbeat_s
         while not stopped.wait(wait):
             progress = ref()
-            if progress is None or progress._closed:
-                return
+            if progress is None or progress._closed or stop_requested() is not None:
+                return                       # (a run told to stop does not go on saying it works)
             now = progress._clock()
             if now - progress._last >= heartbeat_s:
                 progress._last = now
-                log.info("%s, working for %s", progress.line(now), _duration(now - progress.started),
-                         extra={"progress_on_bar": progress._bar is not None})
+                line = f"{progress.line(now)}, working for {_duration(now - progress.started)}"
+                log.info("%s", line, extra={"progress_on_bar": progress._bar is not None})
+                if progress._bar is not None:       # the terminal drops the record: the line goes above the bar
+                    progress._bar.write(line, file=sys.stderr)
             wait = max(0.05, progress._last + heartbeat_s - now)
             del progress
 

@@ -10,7 +10,7 @@ import duckdb
 
 from caseforge.archive import RawArchive
 from caseforge.config import Settings
-from caseforge.runs import StageReport, finish_run, start_run
+from caseforge.runs import StageReport, end_run, start_run, stop_of
 from caseforge.warehouse import connect, export_curated_parquet
 
 log = logging.getLogger(__name__)
@@ -27,19 +27,36 @@ class RunSession:
 
 @contextmanager
 def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]:
-    """Open the warehouse, record the run, and on the way out finish it and mirror curated to Parquet."""
+    """Open the warehouse, record the run, and on the way out write how it truly ended (succeeded, quarantined or
+    failed when the work finished; interrupted or cancelled when it was stopped; failed with the reason when an
+    exception ended it) and mirror curated to Parquet."""
     con = connect(settings.db_path)
-    run_id = start_run(con, kind, target)
+    try:
+        run_id = start_run(con, kind, target)
+    except BaseException:
+        con.close()
+        raise
     report = StageReport(name=f"{kind} {target}", run_id=run_id)
     session = RunSession(settings, con, RawArchive(con), run_id, report)
+    unfinished = False
     try:
         yield session
-    except Exception as exc:
-        report.fail(f"{target}: {type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        unfinished = True
+        request = stop_of(exc)
+        if request is not None:
+            report.stopped(request)
+        else:
+            report.crashed(f"{target}: {type(exc).__name__}: {exc}")
         raise
     finally:
-        try:
-            finish_run(con, run_id, report)
-            export_curated_parquet(con, settings.parquet_dir)
-        finally:
-            con.close()
+        con = end_run(session.con, run_id, report)
+        if con is not None:
+            try:
+                export_curated_parquet(con, settings.parquet_dir)
+            except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
+                if not unfinished:
+                    raise
+                log.warning("%s: the Parquet mirror was not rewritten: %s", report.name, exc)
+            finally:
+                con.close()

@@ -9,8 +9,9 @@ import sys
 import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
+from caseforge import runs
 from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, server, sql, status
-from caseforge.cli.common import CommandFailed, one_line, terminal_tracebacks
+from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
 
 __all__ = ["build_parser", "main"]
 
@@ -54,6 +55,8 @@ class _CurrentStderrHandler(logging.StreamHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line. Run as the program itself (`argv` None), a stopped command leaves within
+    caseforge.runs.STOP_GRACE_S even when some work cannot be stopped (a thread stuck in a read)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -69,30 +72,59 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
     common.SHOW_TRACEBACKS = args.debug
     terminal_tracebacks(args.debug)
+    quiet_once_stopped()
+    unraisable_before = sys.unraisablehook
+    sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
+    with runs.stop_on_signals(exit_when_stuck=argv is None):
+        try:
+            return _run(args)
+        except CommandFailed as exc:
+            if args.debug and (exc.__cause__ or exc.__context__):
+                traceback.print_exception(exc, file=sys.stderr)
+            for reason in exc.reasons:
+                print(f"caseforge: {reason}", file=sys.stderr)
+            return getattr(exc, "exit_code", 1)
+        except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, a Prefect cancellation: one line, runs recorded
+            request = runs.stop_of(exc)
+            runs.stop_open_runs(request)
+            runs.say_stopped(request)
+            return request.exit_code
+        except BrokenPipeError:                 # `caseforge status | head`: the reader has what it wanted
+            common.quiet_stdout()
+            return 141                          # what a shell reports for a command ended by SIGPIPE
+        except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
+            if args.debug:
+                traceback.print_exc(file=sys.stderr)
+            print(f"caseforge: {one_line(exc)}", file=sys.stderr)
+            return 2
+        finally:                                # main() also runs in-process (tests, notebooks): leave no trace
+            runs.forget_stop()
+            sys.unraisablehook = unraisable_before
+            if retry_before is None:
+                os.environ.pop("CASEFORGE_LLM_RETRY_FAILED", None)
+            else:
+                os.environ["CASEFORGE_LLM_RETRY_FAILED"] = retry_before
+
+
+def _quiet_about_lost_stops(hook):
+    """A stop signal's exception raised inside a finaliser is lost to Python ("Exception ignored in ...", a
+    traceback on the terminal); the stop itself is not (caseforge.runs keeps it and the run stops at its next
+    step), so it is not printed. Everything else goes to `hook`."""
+    def quiet(unraisable) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, KeyboardInterrupt) or type(error).__name__ == "TerminationSignal":
+            return
+        hook(unraisable)
+    return quiet
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.handler(args) or 0
-    except CommandFailed as exc:
-        if args.debug and (exc.__cause__ or exc.__context__):
-            traceback.print_exception(exc, file=sys.stderr)
-        for reason in exc.reasons:
-            print(f"caseforge: {reason}", file=sys.stderr)
-        return getattr(exc, "exit_code", 1)
-    except KeyboardInterrupt:
-        print("caseforge: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:                     # `caseforge status | head`: the reader has what it wanted
-        common.quiet_stdout()
-        return 141                              # what a shell reports for a command ended by SIGPIPE
-    except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
-        if args.debug:
-            traceback.print_exc(file=sys.stderr)
-        print(f"caseforge: {one_line(exc)}", file=sys.stderr)
-        return 2
-    finally:                                    # main() also runs in-process (tests, notebooks): leave no trace
-        if retry_before is None:
-            os.environ.pop("CASEFORGE_LLM_RETRY_FAILED", None)
-        else:
-            os.environ["CASEFORGE_LLM_RETRY_FAILED"] = retry_before
+    except Exception as exc:
+        if runs.stop_requested() is None:
+            raise
+        raise runs.RunStopped(runs.stop_requested()) from exc      # what failed, failed because of the stop
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from caseforge.errors import CommandFailed
 
 __all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option",
            "add_retry_failed_option", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
-           "jsonable", "notes_out", "one_line", "print_rows", "run_flow", "terminal_tracebacks", "unknown_value"]
+           "jsonable", "notes_out", "one_line", "print_rows", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
+           "unknown_value"]
 
 MAX_REASONS_PRINTED = 50
 SHOW_TRACEBACKS = False          # `--debug` (caseforge.cli.main sets it)
@@ -182,6 +183,29 @@ def terminal_tracebacks(show: bool) -> None:
                 handler.addFilter(_QUIET)
 
 
+class _QuietOnceStopped(logging.Filter):
+    """Nothing more on the terminal once the command was told to stop (Ctrl-C): Prefect's "Crash detected!"
+    and "Finished in state" lines of every task and flow run would come first. The command says it in one line;
+    Prefect's run log (the API handler, not filtered) keeps them all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from caseforge.runs import stop_requested
+
+        return stop_requested() is None
+
+
+def quiet_once_stopped() -> None:
+    """_QuietOnceStopped on every handler that writes to the terminal (the same ones as terminal_tracebacks)."""
+    loggers = [logging.getLogger()] + [logger for logger in list(logging.root.manager.loggerDict.values())
+                                       if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            module = type(handler).__module__
+            if (isinstance(handler, logging.StreamHandler) and module.startswith(("prefect", "logging", "caseforge"))
+                    and not any(isinstance(f, _QuietOnceStopped) for f in handler.filters)):
+                handler.addFilter(_QuietOnceStopped())
+
+
 def flow_arguments(flow, args: argparse.Namespace) -> dict:
     """The flow's parameters that the command line sets (options are named after the parameters)."""
     names = inspect.signature(flow.fn).parameters
@@ -199,6 +223,7 @@ def flows_session():
 
     caseforge_logs_in_prefect()        # progress lines on the terminal and in the run log, past Prefect's WARNING root
     terminal_tracebacks(SHOW_TRACEBACKS)
+    quiet_once_stopped()
     with prefect_api():
         yield
 

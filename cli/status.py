@@ -10,7 +10,7 @@ import duckdb
 from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
 from caseforge.config import EXPECTATIONS_DIR
 from caseforge.config import settings as load_settings
-from caseforge.runs import interrupted_runs, mark_interrupted_runs
+from caseforge.runs import interrupted_runs, mark_interrupted_runs, unwritten_end
 from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql, sql_text
 
 
@@ -37,15 +37,18 @@ def _rows(cursor) -> list[dict]:
 OWNER = ("pid", "host", "process_start")
 
 
-def status_data(con, limit: int) -> dict:
-    """The latest runs (a `running` run whose process is gone shows as `interrupted`, listed in
+def status_data(con, limit: int, db_path=None) -> dict:
+    """The latest runs (a `running` run whose process is gone shows as `interrupted`, or as the end it could not
+    write to the warehouse (a full disk) when its open-run file beside `db_path` keeps one; listed in
     `interrupted_now`) and the stages of the last nightly among them."""
     runs = _rows(run_sql(con, "ops/recent_runs.sql", [limit]))
     gone = interrupted_runs([(r["run_id"], *(r[k] for k in OWNER)) for r in runs if r["status"] == "running"])
     for run in runs:
         run["counts"] = json.loads(run["counts"]) if run["counts"] else {}
         if run["run_id"] in gone:
-            run["status"], run["message"] = "interrupted", f"interrupted: {gone[run['run_id']]}"
+            end = unwritten_end(db_path, run["run_id"])
+            run["status"], run["message"] = ((end["status"], end.get("message")) if end else
+                                             ("interrupted", f"interrupted: {gone[run['run_id']]}"))
     last_nightly = next((r for r in runs if r["kind"] == "nightly"), None)
     stages = []
     if last_nightly:
@@ -81,7 +84,7 @@ def run_status(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
     con, mode = open_for_query(settings.db_path, settings.parquet_dir)
     try:
-        data = status_data(con, args.limit)
+        data = status_data(con, args.limit, settings.db_path)
     finally:
         con.close()
     if mode == "warehouse" and data["interrupted_now"]:

@@ -5,7 +5,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.aquaechr import build
 from caseforge.tasks.aquaechr.strategies import parse_strategies
 
@@ -13,6 +13,7 @@ PREFECT_STEPS = as_tasks(build.Steps(), "aquaechr")
 
 
 @flow(name="aquaechr-build", log_prints=True)
+@ends_as_stopped
 def aquaechr_build(db: str | None = None, strategies: str | None = None, guides: list[str] | None = None,
                    llm: str | None = None, model: str | None = None, judge_model: str | None = None,
                    replay_file: str | None = None, limit: int | None = None, low_quality_at: int = 3,

@@ -6,7 +6,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.outputs import check_output_folders
 from caseforge.tasks.aquaechr.eval import run
 
@@ -15,6 +15,7 @@ PREFECT_JUDGE_STEPS = as_tasks(run.JudgeSteps(), "aquaechr-judge-agreement")
 
 
 @flow(name="aquaechr-eval", log_prints=True)
+@ends_as_stopped
 def aquaechr_eval(system: str, llm: str | None = None, model: str | None = None, db: str | None = None, replay_file: str | None = None,
                   items_file: str | None = None, names_file: str | None = None, nli: str = "llm",
                   nli_model: str | None = None, k: int = 5, retriever: str = "bm25", max_rounds: int = 2,
@@ -32,6 +33,7 @@ def aquaechr_eval(system: str, llm: str | None = None, model: str | None = None,
 
 
 @flow(name="aquaechr-judge-agreement", log_prints=True)
+@ends_as_stopped
 def aquaechr_judge_agreement(gold: str, model: str | None = None, llm: str | None = None, db: str | None = None,
                              replay_file: str | None = None, low_quality_at: int = 3, convention: str = "paper"):
     """F1 and confusion matrix of the quality judge `model` against expert scores in the `gold` CSV, under

@@ -5,13 +5,14 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.barexam import ingest
 
 PREFECT_STEPS = as_tasks(ingest.Steps(), "barexam")
 
 
 @flow(name="barexam-import", log_prints=True)
+@ends_as_stopped
 def barexam_import(from_dir: str, db: str | None = None):
     """Archive, parse, gate and curate barexam_qa.csv and passages_*.jsonl from a folder."""
     report = ingest.refresh(load_settings(db), from_dir=from_dir, steps=PREFECT_STEPS)

@@ -5,7 +5,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.outputs import check_output_folders
 from caseforge.tasks.case.eval import run
 
@@ -13,6 +13,7 @@ PREFECT_STEPS = as_tasks(run.Steps(), "case-eval")
 
 
 @flow(name="case-eval", log_prints=True)
+@ends_as_stopped
 def case_eval(system: str, llm: str | None = None, model: str | None = None, db: str | None = None, k: int = 5, limit: int | None = None,
               replay_file: str | None = None, retriever: str = "bm25", max_rounds: int = 2, seed: int = 0,
               index_dir: str | None = None, mu: float = 2000.0, rrf_k: int = 60, dense_model: str | None = None,

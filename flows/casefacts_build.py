@@ -6,7 +6,7 @@ from prefect.cache_policies import NO_CACHE
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import final_state
+from caseforge.flows.common import ends_as_stopped, final_state
 from caseforge.tasks.casefacts.build import build, make_backends, make_config
 
 _TASKS: dict[str, object] = {}
@@ -20,6 +20,7 @@ def as_task(name, fn):
 
 
 @flow(name="casefacts-build", log_prints=True)
+@ends_as_stopped
 def casefacts_build(db: str | None = None, llm: str | None = None, model: str | None = None,
                     validator_model: str | None = None, replay_file: str | None = None, limit: int | None = None,
                     seed: int = 13, embedder: str = "sentence-transformers", embedder_path: str | None = None,

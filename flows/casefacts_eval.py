@@ -5,7 +5,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.outputs import check_output_folders
 from caseforge.tasks.casefacts.eval import run
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD
@@ -14,6 +14,7 @@ PREFECT_STEPS = as_tasks(run.Steps(), "casefacts-eval")
 
 
 @flow(name="casefacts-eval", log_prints=True)
+@ends_as_stopped
 def casefacts_eval(claims: str, system: str, db: str | None = None, k: int = 10, missing_gold: str | None = None,
                    limit: int | None = None, index_dir: str | None = None, mu: float = 2000.0, rrf_k: int = 60,
                    dense_model: str | None = None, fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,

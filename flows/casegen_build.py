@@ -5,13 +5,14 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.casegen import pipeline
 
 PREFECT_STEPS = as_tasks(pipeline.BuildSteps(), "casegen")
 
 
 @flow(name="casegen-build", log_prints=True)
+@ends_as_stopped
 def casegen_build(db: str | None = None, from_file: str | None = None, limit: int | None = None):
     """Build the four drafting tasks (defense, facts, reasoning, judgment) from gold sections.
 

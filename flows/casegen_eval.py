@@ -6,7 +6,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_markdown, publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.outputs import check_output_folders
 from caseforge.tasks.casegen.eval import pipeline
 
@@ -14,6 +14,7 @@ PREFECT_STEPS = as_tasks(pipeline.EvalSteps(), "casegen")
 
 
 @flow(name="casegen-eval", log_prints=True)
+@ends_as_stopped
 def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: str | None = None,
                  judge_model: str | None = None,
                  judge_llm: str | None = None, replay_file: str | None = None, judge_replay_file: str | None = None,

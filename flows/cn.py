@@ -6,7 +6,7 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.select import TFIDF
 
@@ -14,6 +14,7 @@ PREFECT_STEPS = as_tasks(ingest.Steps(), "cn")
 
 
 @flow(name="cn-judgments", log_prints=True)
+@ends_as_stopped
 def cn_refresh(db: str | None = None, from_dir: str | None = None, doc_ids: str | None = None,
                filters: str | None = None, select_n: int = 0, clusters: int = 10, embedder: str = TFIDF,
                seed: int = 0):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
+import signal
 import subprocess
 import sys
 
@@ -15,13 +17,13 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
-from prefect.states import Completed, Failed
+from prefect.states import Cancelled, Completed, Failed, State
 
-from caseforge import artifacts, fetch
+from caseforge import artifacts, fetch, runs
 from caseforge.flows.llm_shard import PrefectShardRuns
 from caseforge.llm import fanout
 from caseforge.progress import LOGGER_ROOT, show_caseforge_logs
-from caseforge.runs import StageReport
+from caseforge.runs import RunStopped, StageReport, StopRequest, stop_of
 
 
 class RunLogHandler(APILogHandler):
@@ -101,7 +103,7 @@ def as_tasks(steps, prefix: str):
     """A steps dataclass whose every step runs as its own Prefect task run, named <prefix>-<step>."""
     return dataclasses.replace(steps, **{
         field.name: task(name=f"{prefix}-{field.name.replace('_', '-')}", cache_policy=NO_CACHE)(
-            getattr(steps, field.name))
+            under_way(getattr(steps, field.name)))
         for field in dataclasses.fields(steps)})
 
 
@@ -151,7 +153,10 @@ class FlowCrashed(RuntimeError):
 
 
 def report_of(state) -> dict:
-    """The report dict a flow's final state carries; FlowCrashed with the reason when it carries none."""
+    """The report dict a flow's final state carries; FlowCrashed with the reason when it carries none;
+    RunStopped when the run was stopped (interrupted or cancelled)."""
+    if state.is_cancelled():
+        raise RunStopped(_stop_carried_by(state))
     data = state.result(raise_on_failure=False)
     if isinstance(data, RunFailed):
         data = data.report
@@ -160,6 +165,126 @@ def report_of(state) -> dict:
     if not isinstance(data, dict):
         raise FlowCrashed(f"flow ended {state.type.value.lower()} without a report: {state.message or data!r}")
     return data
+
+
+# --- a run stopped by a signal or a cancellation ends Interrupted / Cancelled, in Prefect too ---
+
+def _stop_carried_by(state) -> StopRequest:
+    try:
+        data = state.result(raise_on_failure=False)
+    except Exception:                       # noqa: BLE001  (a cancellation of Prefect's own carries nothing)
+        data = None
+    if isinstance(data, RunStopped):
+        return data.request
+    return runs.stop_requested() or StopRequest("cancelled", "a Prefect cancellation", 128 + signal.SIGTERM)
+
+
+def stopped_state(request: StopRequest, carry: bool = True):
+    """The state a stopped flow or nightly stage ends in: Cancelled, named Interrupted for a signal, with the
+    runs this process recorded as stopped; `carry`: with the stop as its data (report_of raises it)."""
+    name = "Interrupted" if request.state == "interrupted" else "Cancelled"
+    return Cancelled(name=name, message=f"{request.reason}{runs.stopped_note()}",
+                     data=RunStopped(request) if carry else None)
+
+
+def _prefect_owns_the_end() -> bool:
+    """A SIGTERM by which Prefect's runner reschedules or hands the run on: Prefect proposes the next state."""
+    from prefect._internal import control_listener
+
+    return control_listener.get_intent() in ("reschedule", "relinquish")
+
+
+_UNDER_WAY: dict[tuple, object] = {}     # (flow | task, run id) → the task run a subflow stands for, or None
+
+
+def under_way(fn):
+    """Under @flow or @task: while the run is in this function it is known as under way, and so is a run that
+    ended stopped (Prefect's engine may not have reported its end yet), so a command that must leave without
+    it (a thread stuck in a read) still ends it in Prefect (_mark_abandoned_runs)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        key, parent = _this_run()
+        if key is not None:
+            _UNDER_WAY[key] = parent
+        ended = False
+        try:
+            result = fn(*args, **kwargs)
+            ended = not (isinstance(result, State) and result.is_cancelled())
+            return result
+        except BaseException as exc:
+            ended = stop_of(exc) is None
+            raise
+        finally:
+            if ended:
+                _UNDER_WAY.pop(key, None)
+    return run
+
+
+def ends_as_stopped(fn):
+    """Under @flow (or a nightly stage's @task): a run stopped by SIGINT, SIGTERM or a Prefect cancellation ends
+    in stopped_state instead of Crashed ("Execution was aborted by an interrupt signal")."""
+    @functools.wraps(fn)
+    @under_way
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            request = stop_of(exc)
+            if request is None or _prefect_owns_the_end():
+                raise
+            return stopped_state(request)
+    return run
+
+
+def _this_run() -> tuple[tuple | None, object]:
+    """(("task" | "flow", id), parent task run id) of the run whose function is being called."""
+    task_run, flow_run = TaskRunContext.get(), FlowRunContext.get()
+    flow_run = flow_run.flow_run if flow_run is not None else None
+    if task_run is not None and (flow_run is None or task_run.task_run.flow_run_id == flow_run.id):
+        return ("task", task_run.task_run.id), None
+    if flow_run is not None:                        # a flow, or a subflow called from a task of its parent
+        return ("flow", flow_run.id), flow_run.parent_task_run_id
+    return None, None
+
+
+def _mark_abandoned_runs(request: StopRequest) -> None:
+    """Before a stopped command leaves work behind: its flow and task runs still under way end in Prefect as
+    they do in ops.runs (a subflow's stand-in task run of its parent too), not `Running` for ever."""
+    from prefect.client.orchestration import get_client
+
+    under_way = dict(_UNDER_WAY)
+    if not under_way:
+        return
+    with get_client(sync_client=True) as client:
+        for (kind, run_id), parent_task in under_way.items():
+            if kind == "flow":
+                client.set_flow_run_state(run_id, stopped_state(request, carry=False), force=True)
+            if kind == "task" or parent_task:
+                client.set_task_run_state(parent_task or run_id, stopped_state(request, carry=False), force=True)
+
+
+runs.BEFORE_LEAVING.append(_mark_abandoned_runs)
+
+
+def _bridge_prefects_sigterm_handler() -> None:
+    """Prefect's flow engine swaps its own SIGTERM handler in while a flow runs: it raises TerminationSignal,
+    which Python loses when the signal lands in a finaliser (asyncio's transports have one: "Exception ignored",
+    and the run went on). In its place (the module attribute every Prefect check reads, so cancellations are
+    still acknowledged) a handler that first records the stop (caseforge.runs.note_stop_signal; a cancellation
+    announced by Prefect's runner is `cancelled`), so the run still stops at its next step, then raises
+    TerminationSignal as Prefect's does."""
+    from prefect._internal import control_listener
+    from prefect.exceptions import TerminationSignal
+    from prefect.utilities import engine as prefect_engine
+
+    def caseforge_sigterm_handler(sig_num: int, *_frame) -> None:
+        if runs.note_stop_signal(sig_num, cancelled=control_listener.get_intent() == "cancel") is not None:
+            raise TerminationSignal(signal=sig_num)
+
+    prefect_engine._prefect_sigterm_handler = caseforge_sigterm_handler
+
+
+_bridge_prefects_sigterm_handler()
 
 
 # --- Prefect's temporary server dies with the process that started it ---

@@ -6,13 +6,14 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.guides import ingest
 
 PREFECT_STEPS = as_tasks(ingest.Steps(), "guides")
 
 
 @flow(name="guides-refresh", log_prints=True)
+@ends_as_stopped
 def guides_refresh(db: str | None = None, from_dir: str | None = None, guide_ids: list[str] | None = None,
                    french_map: str | None = None):
     """Guides → paragraphs (headers removed, page breaks joined) → citations → itemids (links on the

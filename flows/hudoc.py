@@ -5,13 +5,14 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.hudoc import ingest
 
 PREFECT_STEPS = as_tasks(ingest.Steps(), "hudoc")
 
 
 @flow(name="hudoc-refresh", log_prints=True)
+@ends_as_stopped
 def hudoc_refresh(db: str | None = None, from_dir: str | None = None, since: str | None = None,
                   doctypes: list[str] | None = None, languages: list[str] | None = None,
                   documents: bool = True, max_documents: int = 5000):

@@ -30,10 +30,10 @@ from caseforge.config import Settings
 from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
 from caseforge.flows import registry
-from caseforge.flows.common import FlowCrashed, RunFailed, failed_state
+from caseforge.flows.common import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
-from caseforge.runs import StageReport, finish_run, start_run
+from caseforge.runs import RunStopped, StageReport, end_run, start_run, stop_of, stop_open_runs
 from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 class StageOutcome:
     stage: str                  # source | builder | export
     name: str
-    status: str                 # succeeded | failed | quarantined | skipped
+    status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
     counts: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
     failures: list[str] = field(default_factory=list)
@@ -101,7 +101,7 @@ def _as_report(result, name: str) -> StageReport:
     if isinstance(result, dict):
         return StageReport(name=result.get("name", name), counts=dict(result.get("counts", {})),
                            failures=list(result.get("failures", [])), run_id=result.get("run_id"),
-                           results=dict(result.get("results", {})))
+                           results=dict(result.get("results", {})), ended=result.get("ended"))
     raise TypeError(f"{name}: a stage must return a StageReport or its dict, got {type(result).__name__}")
 
 
@@ -135,6 +135,8 @@ def run_source(settings: Settings, source: registry.Source, kwargs: dict) -> Sta
         outcome.counts["new_payloads"] = after - before
         return outcome
     except Exception as exc:  # one source failing must not stop the others
+        if (request := stop_of(exc)) is not None:        # the process was told to stop: not this source's fault
+            raise RunStopped(request) from exc
         log.exception("source %s failed", source.name)
         return StageOutcome("source", source.name, "failed", {}, time.monotonic() - started,
                             [f"{type(exc).__name__}: {exc}"])
@@ -189,6 +191,8 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     except NothingToRelease as exc:          # a weak model kept nothing: said, not a crash
         return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"nothing to release: {exc}")
     except Exception as exc:
+        if (request := stop_of(exc)) is not None:
+            raise RunStopped(request) from exc
         log.exception("%s %s failed", stage, name)
         return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])
     if stage in ("builder", "evaluation"):
@@ -202,11 +206,11 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     return outcome
 
 
-def _record(con, run_id: int, outcome: StageOutcome) -> None:
+def _stage_row(outcome: StageOutcome) -> list:
+    """record_stage.sql's parameters after the run id."""
     message = "; ".join(outcome.failures[:20]) or outcome.note or None
-    run_sql(con, "ops/record_stage.sql", [run_id, outcome.stage, outcome.name, outcome.status,
-                                          json.dumps(outcome.counts, sort_keys=True), outcome.duration_s,
-                                          message, datetime.now(timezone.utc)])
+    return [outcome.stage, outcome.name, outcome.status, json.dumps(outcome.counts, sort_keys=True),
+            outcome.duration_s, message, datetime.now(timezone.utc)]
 
 
 @dataclass
@@ -258,26 +262,32 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
 
     with open_warehouse(settings.db_path) as con:
         run_id = start_run(con, "nightly", "all")
+    plan = [("source", name) for name in names] + [(stage, name) for stage, group in (
+        ("builder", builders), ("evaluation", evaluations), ("export", releases)) for name in sorted(group)]
     outcomes: list[StageOutcome] = []
-    planned = []
-    for name in names:
-        kwargs = source_kwargs(sources[name], options.from_samples, samples_dir)
-        if not options.from_samples and not sources[name].live:
-            outcomes.append(StageOutcome("source", name, "skipped", note=(
-                f"no live fetcher: load its files with `caseforge ingest {name} --from-dir DIR` "
-                "(or run the nightly with --from-samples)")))
-        elif kwargs is None:
-            outcomes.append(StageOutcome("source", name, "skipped",
-                                         note="no samples for it (registry samples, or its folder is absent)"))
-        else:
-            planned.append((sources[name], kwargs))
-    outcomes += map_sources(settings, planned)
-
-    con = connect(settings.db_path)
+    running: list[tuple[str, str]] = []
+    con = None
     try:
+        planned = []
+        for name in names:
+            kwargs = source_kwargs(sources[name], options.from_samples, samples_dir)
+            if not options.from_samples and not sources[name].live:
+                outcomes.append(StageOutcome("source", name, "skipped", note=(
+                    f"no live fetcher: load its files with `caseforge ingest {name} --from-dir DIR` "
+                    "(or run the nightly with --from-samples)")))
+            elif kwargs is None:
+                outcomes.append(StageOutcome("source", name, "skipped",
+                                             note="no samples for it (registry samples, or its folder is absent)"))
+            else:
+                planned.append((sources[name], kwargs))
+        running = [("source", source.name) for source, _ in planned]
+        outcomes += map_sources(settings, planned)
+
+        con = connect(settings.db_path)
         for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
             for name, entry in sorted(group.items()):
                 opts = settings_file.section("nightly", section, name)
+                running = [(stage, name)]
                 outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
                     con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
                     options.force, depends_on(entry, opts))))
@@ -290,19 +300,61 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                     f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
                 continue
             force = options.force or not folder.is_dir()
+            running = [("export", name)]
             outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
                 con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force)))
-        for outcome in outcomes:
-            _record(con, run_id, outcome)
+        running = []
         result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
         result.links = _links(settings, result, release_dir, releases)
         write_run_dir(con, result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
-        finish_run(con, run_id, report)
+    except BaseException as exc:
+        _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
+        raise
+    con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
+    if con is not None:
+        try:
+            export_curated_parquet(con, settings.parquet_dir)
+        finally:
+            con.close()
+    return result
+
+
+def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOutcome], plan: list[tuple[str, str]],
+                    running: list[tuple[str, str]], exc: BaseException) -> None:
+    """The nightly did not get to its end (stopped, or an exception outside any one stage): what finished is
+    recorded as it finished, every stage that did not (running, or not started) as interrupted / cancelled, or
+    failed with the reason, and the nightly itself likewise. Runs of stages still going in other threads are
+    marked stopped too (they stop at their next step, or are abandoned when the command leaves)."""
+    request = stop_of(exc)
+    if request is not None:
+        status, why = request.state, request.reason
+    else:
+        status, why = "failed", f"the nightly failed: {type(exc).__name__}: {exc}"
+    finished = {(o.stage, o.name) for o in outcomes}
+    unfinished = [StageOutcome(stage, name, status, note=f"{why} while it ran" if (stage, name) in running
+                               else f"not started: {why}") for stage, name in plan if (stage, name) not in finished]
+    report = StageReport("nightly", counts=_totals(outcomes + unfinished), run_id=run_id)
+    if request is not None:
+        report.stopped(request)
+    else:
+        report.crashed(why)
+    try:
+        con = con if con is not None else connect(settings.db_path)
+    except Exception as error:                # noqa: BLE001  (the next start marks the run: its process will be gone)
+        log.warning("nightly %s: its end could not be written: %s", run_id, error)
+        return
+    con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes + unfinished])
+    if request is not None:
+        stop_open_runs(request)
+    if con is None:
+        return
+    try:
         export_curated_parquet(con, settings.parquet_dir)
+    except Exception as error:                # noqa: BLE001  (never hides why the nightly ended)
+        log.warning("nightly %s: the Parquet mirror was not rewritten: %s", run_id, error)
     finally:
         con.close()
-    return result
 
 
 def _links(settings: Settings, result: NightlyResult, release_dir: Path, releases: dict) -> dict[str, tuple[str, str]]:
@@ -354,13 +406,17 @@ def outcome_of(state) -> StageOutcome:
         value = value.report
     if isinstance(value, StageOutcome):
         return value
+    if isinstance(value, BaseException) and (request := stop_of(value)) is not None:
+        raise RunStopped(request) from value      # the stage was stopped: so is the nightly
     raise FlowCrashed(f"a nightly stage ended {state.type.value.lower()} without an outcome: {state.message or value!r}")
 
 
+@ends_as_stopped
 def _source_stage(settings: Settings, source: registry.Source, kwargs: dict):
     return stage_state(run_source(settings, source, kwargs))
 
 
+@ends_as_stopped
 def _gated_stage(run: Callable[[], StageOutcome]):
     return stage_state(run())
 
@@ -386,6 +442,7 @@ def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> Sta
 
 
 @flow(name="nightly", log_prints=True)
+@ends_as_stopped
 def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_dir: str | None = None,
                     release_dir: str | None = None, sources: list[str] | None = None, force: bool = False,
                     settings: dict | None = None):

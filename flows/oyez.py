@@ -5,13 +5,14 @@ from prefect import flow
 
 from caseforge.artifacts import publish_report
 from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, final_state
+from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.oyez import ingest
 
 PREFECT_STEPS = as_tasks(ingest.Steps(), "oyez")
 
 
 @flow(name="oyez-refresh", log_prints=True)
+@ends_as_stopped
 def oyez_refresh(db: str | None = None, from_dir: str | None = None, term: str | None = None,
                  full: bool = False, legacy_table: str | None = None):
     """Fetch (or replay) Oyez case details, parse, gate and upsert curated.scotus_cases.
