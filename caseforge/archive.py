@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -68,6 +69,90 @@ class RawArchive:
         if row is None:
             return None
         return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+
+
+# ---- what a parser already made of the archive: skip it before parsing ----
+
+@dataclass
+class ParsePlan:
+    """What a run does with a set of payloads: `parse` them (in order), except those `skipped` (key → the
+    records each gave when it was loaded); `remade` names the hashes among `parse` whose rows are already in
+    curated (a new parser version, --reparse, or rows no longer as it left them): their rows are made again."""
+
+    parse: list
+    skipped: dict[str, int]
+    remade: set[str]
+
+    def report_to(self, report, unchanged: str = "unchanged") -> None:
+        """Count the skipped payloads (`payloads_unchanged`) and the records they hold under `unchanged`."""
+        if self.skipped:
+            report.add("payloads_unchanged", len(self.skipped))
+            report.add(unchanged, sum(self.skipped.values()))
+
+
+class ParsedPayloads:
+    """ops.loaded_payloads for one source, parser and table: which payloads this parser version already turned
+    into rows of curated.<table> that are still there as it made them, so a run skips them before parsing
+    (a night with nothing new reads the file list and hashes). A payload is recorded only when all of it
+    loaded (`settle`): one with a parse problem, a quarantined row or a rejected batch is tried again next run.
+
+    `parser` names the parser and its version, plus any option that changes the rows it makes (a changed
+    version forces a parse); `reparse` parses everything (`--reparse`). `table` is the curated table whose
+    `raw_sha256` column says which payload each row came from."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, parser: str, table: str, reparse: bool = False):
+        self.con, self.source, self.parser, self.table, self.reparse = con, source, parser, table, reparse
+
+    def _with(self, name: str, rows: list[tuple], columns: list[str], statement: str, params: dict):
+        import pandas as pd
+
+        self.con.register(name, pd.DataFrame(rows, columns=columns))
+        try:
+            return run_sql(self.con, statement, params, identifiers={"table": self.table}).fetchall()
+        finally:
+            self.con.unregister(name)
+
+    def plan(self, payloads: list) -> ParsePlan:
+        """Split payloads (anything with .key and .sha256) into those to parse and those to skip."""
+        if not payloads:
+            return ParsePlan([], {}, set())
+        found = {(key, sha): (records, present) for key, sha, records, present in self._with(
+            "_candidates", sorted({(p.key, p.sha256) for p in payloads}), ["key", "sha256"],
+            "ops/parsed_payloads.sql", {"source": self.source, "parser": self.parser})}
+        plan = ParsePlan([], {}, set())
+        for payload in payloads:
+            records, present = found[(payload.key, payload.sha256)]
+            if records is not None and not self.reparse:
+                plan.skipped[payload.key] = int(records)
+                continue
+            plan.parse.append(payload)
+            if present:
+                plan.remade.add(payload.sha256)
+        return plan
+
+    def settle(self, run_id: int | None, loaded: dict, failed: list) -> None:
+        """Record the payloads that loaded whole (`loaded`: payload → the records it gave) and forget what
+        was recorded for the keys of those that did not (`failed`); two statements, whatever the count."""
+        if failed:
+            self._with("_failed", sorted({(p.key,) for p in failed}), ["key"], "ops/forget_parsed_payloads.sql",
+                       {"source": self.source})
+        rows = sorted({(p.key, p.sha256, int(n)) for p, n in loaded.items()})
+        if rows:
+            self._with("_loaded", rows, ["key", "sha256", "records"], "ops/record_parsed_payloads.sql",
+                       {"source": self.source, "parser": self.parser, "run_id": run_id})
+
+    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, problems: set[str]) -> None:
+        """Settle the payloads a batch parsed: `rows` what it sent to the gate (a frame or row dicts; their
+        raw_sha256 says whose), `outcome` the gate's LoadOutcome (None: nothing reached it), `problems` the
+        hashes of payloads with a parse problem."""
+        if hasattr(rows, "columns"):
+            shas = rows["raw_sha256"] if "raw_sha256" in rows.columns else []
+        else:
+            shas = (row["raw_sha256"] for row in rows)
+        records = Counter(shas)
+        failed_sha = set(problems) | (outcome.failed_sha256 if outcome is not None else set())
+        self.settle(run_id, {p: records.get(p.sha256, 0) for p in plan.parse if p.sha256 not in failed_sha},
+                    [p for p in plan.parse if p.sha256 in failed_sha])
 
 
 # ---- size limits: what one upstream file or record may weigh before a parser is allowed to read it ----

@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import duckdb
 import pandas as pd
 
-from caseforge.archive import Payload, RawArchive, size_problem
+from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 SOURCE = "cn"
 TABLE = "cn_judgments"
 BATCH_SIZE = 500
+# The judgment parser (records.parse_record with sections.py) and its version: bump it when it makes other rows
+# from the same record, so the next run parses every dump again (ops.loaded_payloads).
+PARSER = "cn-judgment/1"
 DUMP_SUFFIXES = (".jsonl", ".json", ".csv", ".txt", ".ndjson")
 COLUMNS = [
     "doc_id", "source_format", "case_name", "case_no", "case_year", "court_code", "case_kind", "case_seq",
@@ -82,9 +85,12 @@ def _line(where: str) -> int:
 
 
 def records_of(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-               report: StageReport) -> Iterator[JudgmentRecord]:
-    """Records of one archived dump; unreadable files and rows are quarantined with their file and line."""
+               report: StageReport, failed: set[str] | None = None) -> Iterator[JudgmentRecord]:
+    """Records of one archived dump; unreadable files and rows are quarantined with their file and line (and
+    the dump's hash added to `failed`)."""
     records, problems = read_records(payload.key, payload.body)
+    if problems and failed is not None:
+        failed.add(payload.sha256)
     for problem in problems:
         where = f"{payload.key} {problem.where}".rstrip()
         row = problem.row_data
@@ -102,7 +108,9 @@ def content_sha(record: JudgmentRecord) -> str:
 
 
 def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[JudgmentRecord, Payload]],
-                report: StageReport) -> pd.DataFrame:
+                report: StageReport, failed: set[str] | None = None) -> pd.DataFrame:
+    """Rows of the records that parse; a record the parser fails on is quarantined (its payload's hash added to
+    `failed`)."""
     rows = []
     for record, payload in items:
         try:
@@ -110,6 +118,8 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
         except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not lose the batch
             quarantine_problem(con, run_id, TABLE, ParseProblem(f"{payload.key}:{record.doc_id}", failure_reason(exc),
                                                                 payload.sha256), report, "cn")
+            if failed is not None:
+                failed.add(payload.sha256)
             continue
         row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
         rows.append(row)
@@ -117,12 +127,14 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
     return batch_frame(rows, COLUMNS, "doc_id", report)
 
 
-def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
+def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
+                   remake: bool = False):
     if frame.empty:
-        return
+        return None
     outcome = gate_and_load(con, run_id, TABLE, frame, "cn/curate_cn_judgments.sql", key_column="doc_id",
-                            content_column="content_sha256")
+                            content_column="content_sha256", remake=("doc_id",) if remake else None)
     outcome.report_to(report, "loaded")
+    return outcome
 
 
 def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: RawArchive, directory: Path,
@@ -191,15 +203,53 @@ def read_doc_ids(path: Path) -> list[str]:
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
 
-def dump_batch_step(session: RunSession, batch: list) -> None:
-    frame = parse_batch(session.con, session.run_id, batch, session.report)
-    load_judgments(session.con, session.run_id, frame, session.report)
+def dump_batch_step(session: RunSession, batch: list, remake: bool = False) -> set[str]:
+    """Parse, gate and load one batch of records; returns the hashes of the dumps with a record that did not
+    land."""
+    failed: set[str] = set()
+    frame = parse_batch(session.con, session.run_id, batch, session.report, failed)
+    outcome = load_judgments(session.con, session.run_id, frame, session.report, remake)
+    return failed | (outcome.failed_sha256 if outcome is not None else set())
 
 
-def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str]) -> None:
+def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str], reparse: bool = False) -> None:
     fetched = fetch_documents(client, session.con, session.run_id, doc_ids, session.report)
-    frame = parse_batch(session.con, session.run_id, fetched, session.report)
-    load_judgments(session.con, session.run_id, frame, session.report)
+    ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
+    plan = ledger.plan([payload for _, payload in fetched])
+    plan.report_to(session.report)
+    items = [(record, payload) for record, payload in fetched if payload.key not in plan.skipped]
+    failed: set[str] = set()
+    frame = parse_batch(session.con, session.run_id, items, session.report, failed)
+    outcome = load_judgments(session.con, session.run_id, frame, session.report, remake=bool(plan.remade))
+    ledger.settle_batch(session.run_id, plan, frame, outcome, failed)
+
+
+def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "Steps", reparse: bool = False) -> None:
+    """Each dump file: archived, then, unless this parser loaded all of it before, its records parsed, gated and
+    loaded in batches; a dump whose every record landed is recorded as loaded, any other is read again next run."""
+    ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
+    report = session.report
+    progress = Progress("cn dumps", total=len(paths), unit="files")
+    for path in paths:
+        progress.step(1)
+        too_big = size_problem(SOURCE, "dump", path.stat().st_size)
+        if too_big:
+            key = f"file/{path.relative_to(directory).as_posix()}"
+            quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
+            continue
+        payload = archive_file(session.archive, directory, path)
+        report.add("files")
+        plan = ledger.plan([payload])
+        plan.report_to(report)
+        if not plan.parse:
+            continue
+        failed: set[str] = set()
+        items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report, failed)]
+        report.add("records", len(items))
+        for batch in batches(items, BATCH_SIZE):
+            failed |= steps.dump_batch(session, batch, bool(plan.remade))
+        ledger.settle(session.run_id, {} if failed else {payload: len(items)}, [payload] if failed else [])
+    progress.close()
 
 
 def filters_step(session: RunSession, config: FilterConfig) -> list[dict]:
@@ -222,12 +272,13 @@ class Steps:
 
 def refresh(settings: Settings, from_dir: str | None = None, doc_ids: str | None = None, filters: str | None = None,
             select_n: int = 0, clusters: int = 10, embedder: str = "tfidf-char", seed: int = 0,
-            steps: Steps | None = None) -> StageReport:
+            steps: Steps | None = None, reparse: bool = False) -> StageReport:
     """Import judgment dumps under `from_dir` (and/or documents listed in `doc_ids`, fetched with the
     user's own session, see tasks/cn/api.py), parse sections, gate and upsert; filter; optionally select.
 
     Every dump file is archived before parsing; unreadable files and rows are quarantined with
-    their reason. Filters run over all curated judgments, and with select_n > 0 the kept ones
+    their reason; a dump this parser version loaded whole before is not parsed again (unless `reparse`).
+    Filters decide the judgments that are new or were loaded again, and with select_n > 0 the kept ones
     are embedded and select_n representatives are picked across `clusters` K-Means clusters.
     """
     steps = steps or Steps()
@@ -236,18 +287,13 @@ def refresh(settings: Settings, from_dir: str | None = None, doc_ids: str | None
         report = session.report
         if from_dir:
             directory = Path(from_dir)
-            paths = dump_files(directory)
-            progress = Progress("cn dumps", total=len(paths))
-            for batch in batches_of_records(session.con, session.run_id, session.archive, directory, paths, report):
-                steps.dump_batch(session, batch)
-            progress.step(len(paths))
-            progress.close()
+            load_dumps(session, directory, dump_files(directory), steps, reparse)
         if doc_ids:
             ids = read_doc_ids(Path(doc_ids))
             with Fetcher(settings, session.archive) as fetcher:
                 client = WenshuClient(fetcher, WenshuCredentials.from_env())
                 for batch in batches(ids, BATCH_SIZE):
-                    steps.api_batch(session, client, batch)
+                    steps.api_batch(session, client, batch, reparse)
                 report.add("http_requests", fetcher.stats.requests)
                 report.add("http_retries", fetcher.stats.retries)
         report.counts.setdefault("new", 0)

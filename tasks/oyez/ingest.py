@@ -15,7 +15,7 @@ import httpx
 import pandas as pd
 
 from caseforge import settings_file
-from caseforge.archive import Payload, RawArchive, payload_origin, size_problem
+from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, size_problem
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
@@ -37,6 +37,10 @@ def api() -> str:
     return settings_file.upstream("oyez")
 
 BATCH_SIZE = 200
+# The case parser (parse.py) and its version: bump it when parse_case makes other rows from the same file, so
+# the next run parses every case again (ops.loaded_payloads); the legacy table's likewise (legacy.py).
+PARSER = "oyez-case/1"
+LEGACY_PARSER = "oyez-legacy/1"
 
 
 @dataclass
@@ -133,23 +137,33 @@ def parse_batch(payloads: list[Payload]) -> tuple[list[dict], list[ParseProblem]
     return rows, problems
 
 
-def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
-                   report: StageReport) -> pd.DataFrame:
-    rows, problems = parse_batch(payloads)
+def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
+               remake: bool = False):
+    if frame.empty:
+        return None
+    outcome = gate_and_load(
+        con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
+        content_column="raw_sha256", remake=("case_id",) if remake else None,
+    )
+    outcome.report_to(report, "passed_gate")
+    return outcome
+
+
+def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload], report: StageReport,
+                  reparse: bool = False) -> None:
+    """Parse, gate and load the case payloads this parser has not loaded before (all with `reparse`); the
+    others are counted unchanged. A payload that loaded whole is recorded as loaded; one that did not (a
+    parse problem, a quarantined row) is tried again next run."""
+    ledger = ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
+    plan = ledger.plan(payloads)
+    plan.report_to(report)
+    rows, problems = parse_batch(plan.parse)
     for problem in problems:
         quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
     report.add("parsed", len(rows))
-    return batch_frame(rows, COLUMNS, "case_id", report)
-
-
-def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
-    if frame.empty:
-        return
-    outcome = gate_and_load(
-        con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
-        content_column="raw_sha256",
-    )
-    outcome.report_to(report, "passed_gate")
+    frame = batch_frame(rows, COLUMNS, "case_id", report)
+    outcome = load_cases(con, run_id, frame, report, remake=bool(plan.remade))
+    ledger.settle_batch(run_id, plan, frame, outcome, {p.raw_sha256 for p in problems})
 
 
 def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
@@ -160,11 +174,10 @@ def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) ->
 
 
 def process_live_batch(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
-                       batch: list[PlannedCase], report: StageReport) -> None:
+                       batch: list[PlannedCase], report: StageReport, reparse: bool = False) -> None:
     """Fetch, parse, gate and load one batch; remember the list entries it settled."""
     fetched = fetch_details(fetcher, con, run_id, batch, report)
-    frame = parse_payloads(con, run_id, [p for _, p in fetched], report)
-    load_cases(con, run_id, frame, report)
+    load_payloads(con, run_id, [p for _, p in fetched], report, reparse)
     remember_listed(con, [case for case, _ in fetched])
 
 
@@ -213,13 +226,19 @@ def archive_replay_batch(archive: RawArchive, paths: list[Path],
 
 
 def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, path: Path,
-                  report: StageReport) -> None:
-    """Bulk import of the Oyez-derived legacy table (it carries `disposition`)."""
+                  report: StageReport, reparse: bool = False) -> None:
+    """Bulk import of the Oyez-derived legacy table (it carries `disposition`); not parsed again when this
+    parser loaded the same file before (all of it)."""
     too_big = size_problem(SOURCE, "legacy", path.stat().st_size)
     if too_big:
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(path.name, too_big), report, "oyez legacy table")
         return
     payload, _ = archive.store_file(SOURCE, f"legacy/{path.name}", path, content_type="text/csv")
+    ledger = ParsedPayloads(con, SOURCE, LEGACY_PARSER, "scotus_legacy", reparse)
+    plan = ledger.plan([payload])
+    plan.report_to(report, unchanged="legacy_unchanged")
+    if not plan.parse:
+        return
     try:
         frame, problems = parse_legacy_table(payload.body, payload.sha256)
     except Exception as exc:  # noqa: BLE001 - a table without its header or columns: the file is quarantined
@@ -232,12 +251,13 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
                                                                       key=path.name), report, "oyez legacy table")
     outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
     outcome.report_to(report, "legacy_loaded", records=False)
+    ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
 
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
 
-def legacy_step(session: RunSession, path: str) -> None:
-    import_legacy(session.con, session.archive, session.run_id, Path(path), session.report)
+def legacy_step(session: RunSession, path: str, reparse: bool = False) -> None:
+    import_legacy(session.con, session.archive, session.run_id, Path(path), session.report, reparse)
 
 
 def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: bool) -> list[PlannedCase]:
@@ -253,17 +273,16 @@ def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: boo
     return planned
 
 
-def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCase]) -> None:
-    process_live_batch(fetcher, session.con, session.run_id, batch, session.report)
+def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCase], reparse: bool = False) -> None:
+    process_live_batch(fetcher, session.con, session.run_id, batch, session.report, reparse)
 
 
-def replay_batch_step(session: RunSession, paths: list[Path]) -> None:
+def replay_batch_step(session: RunSession, paths: list[Path], reparse: bool = False) -> None:
     too_big: list[ParseProblem] = []
     payloads = archive_replay_batch(session.archive, paths, too_big)
     for problem in too_big:
         quarantine_problem(session.con, session.run_id, "scotus_cases", problem, session.report, "oyez")
-    frame = parse_payloads(session.con, session.run_id, payloads, session.report)
-    load_cases(session.con, session.run_id, frame, session.report)
+    load_payloads(session.con, session.run_id, payloads, session.report, reparse)
 
 
 @dataclass
@@ -276,19 +295,20 @@ class Steps:
 
 def refresh(settings: Settings, from_dir: str | None = None, term: str | None = None, full: bool = False,
             legacy_table: str | None = None, transport: httpx.BaseTransport | None = None,
-            steps: Steps | None = None, sleep=time.sleep) -> StageReport:
-    """The Oyez refresh: legacy table (optional), then replayed files or the live API."""
+            steps: Steps | None = None, sleep=time.sleep, reparse: bool = False) -> StageReport:
+    """The Oyez refresh: legacy table (optional), then replayed files or the live API. A file or case this
+    parser version loaded before is not parsed again (counted unchanged) unless `reparse`."""
     steps = steps or Steps()
     with run_session(settings, "ingest", "oyez") as session:
         report = session.report
         if legacy_table:
-            steps.legacy(session, legacy_table)
+            steps.legacy(session, legacy_table, reparse)
         if from_dir:
             details, lists = replay_files(Path(from_dir))
             report.add("list_files_seen", len(lists))
             progress = Progress("oyez replay", total=len(details))
             for batch in batches(details, BATCH_SIZE):
-                steps.replay_batch(session, batch)
+                steps.replay_batch(session, batch, reparse)
                 progress.step(len(batch))
             progress.close()
         else:
@@ -297,7 +317,7 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
                 log.info("oyez: %d case details to fetch", len(planned))
                 progress = Progress("oyez details", total=len(planned))
                 for batch in batches(planned, BATCH_SIZE):
-                    steps.live_batch(session, fetcher, batch)
+                    steps.live_batch(session, fetcher, batch, reparse)
                     progress.step(len(batch))
                 progress.close()
                 report.add("http_requests", fetcher.stats.requests)
