@@ -27,7 +27,7 @@ from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,
 )
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse import run_sql, run_sql_over_rows
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,8 @@ def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) ->
     if not cases:
         return
     now = datetime.now(timezone.utc)
-    con.executemany(sql_text("oyez/remember_listed.sql"), [(c.key, c.href, c.summary_sha, now) for c in cases])
+    run_sql_over_rows(con, "oyez/remember_listed.sql",
+                      [{"key": c.key, "href": c.href, "summary_sha": c.summary_sha, "seen_at": now} for c in cases])
 
 
 def process_live_batch(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
