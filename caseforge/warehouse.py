@@ -217,20 +217,6 @@ def remove_mirror_debris(parquet_dir: Path) -> list[Path]:
     return removed
 
 
-def _columns_signature(con: duckdb.DuckDBPyConnection, name: str) -> str:
-    schema, _, table = name.partition(".")
-    columns = run_sql(con, "ops/table_columns.sql", [schema, table]).fetchall()
-    return hashlib.sha256(json.dumps(columns).encode()).hexdigest()[:16]
-
-
-def _stamp_column(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
-    if name in APPEND_ONLY_STAMPS:
-        return APPEND_ONLY_STAMPS[name]
-    schema, _, table = name.partition(".")
-    columns = {row[0] for row in run_sql(con, "ops/table_columns.sql", [schema, table]).fetchall()}
-    return MIRROR_STAMP_COLUMN if MIRROR_STAMP_COLUMN in columns else None
-
-
 class _MirrorWrite:
     """One write of the mirror: the next generation, staged in `staging`, reusing `previous` where it can."""
 
@@ -240,13 +226,19 @@ class _MirrorWrite:
         self.previous = (previous or {}).get("tables", {}) if isinstance((previous or {}).get("tables"), dict) else {}
         self.previous_folder = previous_folder
         self.written = 0
+        self.columns: dict[str, list] = {}
+        for schema, table, column, kind in run_sql(con, "ops/table_columns.sql").fetchall():
+            self.columns.setdefault(f"{schema}.{table}", []).append([column, kind])
+        self.keys = {f"{schema}.{table}": tuple(columns)
+                     for schema, table, columns in run_sql(con, "ops/primary_keys.sql").fetchall()}
 
     def table(self, name: str) -> dict:
         schema, _, table = name.partition(".")
         relative = f"{table}.parquet" if schema == "curated" else f"{schema}/{table}.parquet"
         (self.staging / relative).parent.mkdir(parents=True, exist_ok=True)
-        columns = _columns_signature(self.con, name)
-        stamp = _stamp_column(self.con, name)
+        columns = hashlib.sha256(json.dumps(self.columns.get(name, [])).encode()).hexdigest()[:16]
+        stamp = APPEND_ONLY_STAMPS.get(name) or (
+            MIRROR_STAMP_COLUMN if any(c == MIRROR_STAMP_COLUMN for c, _ in self.columns.get(name, [])) else None)
         old = self.previous.get(name) or {}
         if old.get("columns") != columns or old.get("stamp") != stamp:
             old = {}
@@ -280,18 +272,14 @@ class _MirrorWrite:
         return [part]
 
     def _parts(self, name: str, relative: str, stamp: str, old_parts: list[dict]) -> list[dict]:
-        schema, _, table = name.partition(".")
-        key = tuple(r[0] for r in run_sql(self.con, "ops/primary_key.sql", [schema, table]).fetchall()) or (stamp,)
+        key = self.keys.get(name) or (stamp,)
         uppers = [int(p["upper"]) for p in old_parts]
-        bounds = pd.DataFrame({"_part": range(len(uppers) + 1), "_lower": [_STAMP_LOW, *uppers],
-                               "_upper": [*uppers, _STAMP_HIGH]})
-        self.con.register("_mirror_parts", bounds)
-        try:
-            found = {int(part): (int(rows), int(newest), str(content)) for part, rows, newest, content in run_sql(
-                self.con, "ops/mirror_part_fingerprints.sql",
-                identifiers={"table": name, "stamp": stamp, "key": key}).fetchall()}
-        finally:
-            self.con.unregister("_mirror_parts")
+        found = {int(part): (int(rows), int(newest), str(content)) for part, rows, newest, content in run_sql(
+            self.con, "ops/mirror_part_fingerprints.sql",
+            {"lowers": [_STAMP_LOW, *uppers], "uppers": [*uppers, _STAMP_HIGH]},
+            identifiers={"table": name, "stamp": stamp, "key": key}).fetchall()}
+        if not found and len(old_parts) == 1 and old_parts[0]["rows"] == 0 and self._keep(old_parts[0]):
+            return old_parts                    # empty before and now: its empty part stands
         parts, lower = [], _STAMP_LOW
         for index, old in enumerate(old_parts):
             rows, _, content = found.get(index, (0, 0, "0"))
