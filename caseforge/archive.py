@@ -51,7 +51,8 @@ class RawArchive:
         before = run_sql(self.con, "ops/payload_stored.sql", [source, key, digest]).fetchone()[0]
         if not before:
             run_sql(self.con, "ops/store_payload.sql",
-                    [source, key, digest, url, now, http_status, content_type, body])
+                    {"source": source, "key": key, "sha256": digest, "url": url, "fetched_at": now,
+                     "http_status": http_status, "content_type": content_type, "body": body})
         payload = Payload(source, key, url, http_status, content_type, body, digest, now)
         return payload, not before
 
