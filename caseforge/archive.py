@@ -59,6 +59,35 @@ class RawArchive:
     def store_file(self, source: str, key: str, path: Path, content_type: str | None = None) -> tuple[Payload, bool]:
         return self.store(source, key, path.read_bytes(), url=path.resolve().as_uri(), content_type=content_type)
 
+    def keys_of(self, source: str, sha256s: list[str]) -> dict[str, set[str]]:
+        """The keys the archive holds each of these contents under, in one query."""
+        found: dict[str, set[str]] = {}
+        for sha, key in run_sql(self.con, "ops/payload_keys.sql", {"source": source, "sha256s": list(sha256s)}).fetchall():
+            found.setdefault(sha, set()).add(key)
+        return found
+
+    def store_many(self, source: str, items: list[tuple[str, bytes, str | None, str | None]],
+                   http_status: int | None = 200) -> list[tuple[Payload, bool]]:
+        """Archive a batch of (key, body, url, content type) in one lookup and one write (a replayed folder's
+        files, where one statement per file made the archive the bulk of a run with nothing new); returns each
+        payload and whether its content was new for its key."""
+        import pandas as pd
+
+        now = datetime.now(timezone.utc)
+        payloads = [Payload(source, key, url, http_status, content_type, body, sha256_hex(body), now)
+                    for key, body, url, content_type in items]
+        known = self.keys_of(source, sorted({p.sha256 for p in payloads}))
+        new = list({(p.key, p.sha256): p for p in payloads if p.key not in known.get(p.sha256, ())}.values())
+        if new:
+            self.con.register("_payloads", pd.DataFrame(
+                [(p.source, p.key, p.sha256, p.url, p.fetched_at, p.http_status, p.content_type, p.body) for p in new],
+                columns=["source", "key", "sha256", "url", "fetched_at", "http_status", "content_type", "body"]))
+            try:
+                run_sql(self.con, "ops/store_payloads.sql")
+            finally:
+                self.con.unregister("_payloads")
+        return [(p, p.key not in known.get(p.sha256, ())) for p in payloads]
+
     def latest(self, source: str, key: str) -> Payload | None:
         row = run_sql(self.con, "ops/latest_payload.sql", [source, key]).fetchone()
         if row is None:

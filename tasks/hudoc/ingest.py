@@ -137,7 +137,7 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
                     report: StageReport, reparse: bool = False) -> None:
     """Metadata files → curated.echr_judgments; a file this parser (and record filter) loaded whole before is
     not parsed again."""
-    payloads = []
+    items = []
     progress = Progress("hudoc metadata files", total=len(paths), unit="files")
     for path in paths:
         progress.step(1)
@@ -146,10 +146,10 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
             quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
                                report, "hudoc", counter="metadata_quarantined")
             continue
-        payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
+        items.append((f"file/metadata/{path.name}", path.read_bytes(), path.resolve().as_uri(), "application/json"))
         report.add("metadata_files")
-        payloads.append(payload)
     progress.close()
+    payloads = [payload for payload, _ in archive.store_many(SOURCE, items)]
     ledger = ParsedPayloads(con, SOURCE, metadata_parser(record_filter), "echr_judgments", reparse)
     plan = ledger.plan(payloads)
     plan.report_to(report, unchanged="judgments_unchanged")
@@ -258,7 +258,7 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
     ledger = ParsedPayloads(con, SOURCE, BODY_PARSER, "echr_paragraphs", reparse)
     progress = Progress("hudoc documents (parse)", total=len(documents), unit="documents")
     for batch in batches(sorted(documents.items()), BATCH_SIZE):
-        payloads: dict[str, Payload] = {}
+        items, itemids = [], []
         for itemid, paths in batch:
             if len(paths) > 1:
                 report.add("extra_bodies_ignored", len(paths) - 1)
@@ -269,7 +269,9 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
                 quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, f"{path.name}: {too_big}"),
                                    report, "hudoc", counter="documents_quarantined")
                 continue
-            payloads[itemid], _ = archive.store_file(SOURCE, f"{kind}/{itemid}", path)
+            items.append((f"{kind}/{itemid}", path.read_bytes(), path.resolve().as_uri(), None))
+            itemids.append(itemid)
+        payloads = {itemid: payload for itemid, (payload, _) in zip(itemids, archive.store_many(SOURCE, items))}
         plan = ledger.plan(list(payloads.values()))
         plan.report_to(report, unchanged="paragraphs_unchanged")
         rows: list[dict] = []

@@ -15,7 +15,7 @@ import httpx
 import pandas as pd
 
 from caseforge import settings_file
-from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, size_problem
+from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
@@ -209,9 +209,11 @@ def replay_key(body: bytes, path: Path) -> str:
 
 def archive_replay_batch(archive: RawArchive, paths: list[Path],
                          too_big: list[ParseProblem] | None = None) -> list[Payload]:
-    """Archive recorded detail files under the key a live fetch would use. A file over the size limit is left
-    unread (neither archived nor parsed) and its problem appended to `too_big` (OyezParseError without it)."""
-    payloads = []
+    """Archive recorded detail files under the key a live fetch would use, in one lookup and one write. A file
+    over the size limit is left unread (neither archived nor parsed) and its problem appended to `too_big`
+    (OyezParseError without it). A content the archive already holds under a key of its own (term/docket) keeps
+    that key without its JSON being read again: a night with nothing new reads and hashes the files only."""
+    read = []
     for path in paths:
         over = size_problem(SOURCE, "case", path.stat().st_size)
         if over:
@@ -219,11 +221,14 @@ def archive_replay_batch(archive: RawArchive, paths: list[Path],
                 raise OyezParseError(f"file/{path.name}: {over}")
             too_big.append(ParseProblem(f"file/{path.name}", over))
             continue
-        body = path.read_bytes()
-        key = replay_key(body, path)
-        payload, _ = archive.store(SOURCE, key, body, url=path.resolve().as_uri(), content_type="application/json")
-        payloads.append(payload)
-    return payloads
+        read.append((path, path.read_bytes()))
+    known = archive.keys_of(SOURCE, sorted({sha256_hex(body) for _, body in read}))
+    items = []
+    for path, body in read:
+        keys = [k for k in known.get(sha256_hex(body), ()) if not k.startswith("file/")]
+        key = keys[0] if len(keys) == 1 else replay_key(body, path)
+        items.append((key, body, path.resolve().as_uri(), "application/json"))
+    return [payload for payload, _ in archive.store_many(SOURCE, items)]
 
 
 def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, path: Path,
