@@ -1,8 +1,12 @@
-"""ops.raw_payloads: an append-only, content-addressed archive of every upstream payload."""
+"""The archive: every upstream payload, once per (source, key, content). ops.raw_payloads describes each one;
+its body is a file named by its sha256 in the warehouse's archive folder (`<db>-archive/`, Settings.archive_dir).
+Bodies stay out of the DuckDB file because DuckDB rewrites a table's last row group at every checkpoint after an
+append: with the bodies in it, one new payload cost time and memory growing with everything archived."""
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,10 +35,38 @@ class Payload:
 
 
 class RawArchive:
-    """Stores payloads once per (source, key, content); never updates or deletes."""
+    """Stores payloads once per (source, key, content); never updates or deletes. `folder` holds the bodies
+    (default: the warehouse's archive folder; a database without a file keeps them in ops.raw_payloads.body)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path | None = None):
         self.con = con
+        self.folder = folder if folder is not None else archive_folder(con)
+
+    def _keep_body(self, sha256: str, body: bytes) -> bytes | None:
+        """Write a body to its file (once: a content already there is not written again), before its row is,
+        so no row ever names a missing body; returns what goes into the row's body column (None: the file)."""
+        if self.folder is None:
+            return body
+        path = self.folder / sha256[:2] / sha256
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staging = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}.tmp")
+            staging.write_bytes(body)
+            os.replace(staging, path)
+        return None
+
+    def _body(self, sha256: str, column: bytes | None) -> bytes:
+        if column is not None:
+            return bytes(column)
+        path = (self.folder or Path(".")) / sha256[:2] / sha256
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"the archived body {sha256} is missing: no file {path} (the archive folder "
+                                    "must be kept, and copied, with the warehouse)") from None
+
+    def _payload(self, row) -> Payload:
+        return Payload(row[0], row[1], row[2], row[3], row[4], self._body(row[6], row[5]), row[6], row[7])
 
     def store(
         self,
@@ -52,7 +84,7 @@ class RawArchive:
         if not before:
             run_sql(self.con, "ops/store_payload.sql",
                     {"source": source, "key": key, "sha256": digest, "url": url, "fetched_at": now,
-                     "http_status": http_status, "content_type": content_type, "body": body})
+                     "http_status": http_status, "content_type": content_type, "body": self._keep_body(digest, body)})
         payload = Payload(source, key, url, http_status, content_type, body, digest, now)
         return payload, not before
 
@@ -80,7 +112,8 @@ class RawArchive:
         new = list({(p.key, p.sha256): p for p in payloads if p.key not in known.get(p.sha256, ())}.values())
         if new:
             self.con.register("_payloads", pd.DataFrame(
-                [(p.source, p.key, p.sha256, p.url, p.fetched_at, p.http_status, p.content_type, p.body) for p in new],
+                [(p.source, p.key, p.sha256, p.url, p.fetched_at, p.http_status, p.content_type,
+                  self._keep_body(p.sha256, p.body)) for p in new],
                 columns=["source", "key", "sha256", "url", "fetched_at", "http_status", "content_type", "body"]))
             try:
                 run_sql(self.con, "ops/store_payloads.sql")
@@ -90,15 +123,19 @@ class RawArchive:
 
     def latest(self, source: str, key: str) -> Payload | None:
         row = run_sql(self.con, "ops/latest_payload.sql", [source, key]).fetchone()
-        if row is None:
-            return None
-        return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+        return None if row is None else self._payload(row)
 
     def by_sha(self, sha256: str) -> Payload | None:
         row = run_sql(self.con, "ops/payload_by_sha.sql", [sha256]).fetchone()
-        if row is None:
-            return None
-        return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+        return None if row is None else self._payload(row)
+
+
+def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
+    from caseforge.config import settings as load_settings
+
+    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
+    return load_settings(database).archive_dir if database and database != ":memory:" else None
 
 
 # ---- what a parser already made of the archive: skip it before parsing ----

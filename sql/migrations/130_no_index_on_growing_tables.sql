@@ -4,7 +4,10 @@
 -- judgments into 50,000 0.8 s and 400 MB, growing with what is stored. Without the index an append writes new
 -- blocks only. Keys stay unique by the statements that write them (sql/ops/store_payload.sql and the curate
 -- statements insert only keys not there) and by the gate's uniqueness checks on every batch.
--- Each table is rebuilt with the same columns, in the same order, and the same NOT NULLs.
+-- Each table is rebuilt with the same columns, in the same order, and the same NOT NULLs, except the archive's
+-- body: NULL for a payload archived from now on, whose body is a file named by its hash in the warehouse's
+-- archive folder (caseforge.archive: a body in the table made the same rewrite cost grow with the archive).
+-- Rows copied here keep their bodies; the copy is one insert, so they land in row groups a later append leaves.
 CREATE TABLE ops.raw_payloads_rebuilt (
     source       VARCHAR NOT NULL,
     key          VARCHAR NOT NULL,
@@ -13,7 +16,7 @@ CREATE TABLE ops.raw_payloads_rebuilt (
     fetched_at   TIMESTAMPTZ NOT NULL,
     http_status  INTEGER,
     content_type VARCHAR,
-    body         BLOB NOT NULL
+    body         BLOB
 );
 INSERT INTO ops.raw_payloads_rebuilt SELECT * FROM ops.raw_payloads;
 DROP TABLE ops.raw_payloads;
