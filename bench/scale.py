@@ -162,6 +162,7 @@ def run_step(source: str, db: Path, folder: Path) -> dict:
     return {"cpu_s": (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime),
             "wall_s": time.perf_counter() - wall, "peak_mb": _peak_kb() / 1024, "peak_reset": reset,
             "db_mb": _size_mb(db) + _size_mb(db.with_name(db.name + ".wal")), "mirror_mb": _size_mb(mirror),
+            "archive_mb": _size_mb(settings.archive_dir),
             "status": report.status, "counts": report.counts}
 
 
@@ -198,12 +199,12 @@ def bench_source(source: str, size: int, increment: float, work: Path, samples: 
 
 
 def print_table(rows: list[dict]) -> None:
-    print("| source | step | documents | CPU s | wall s | peak RSS MB | database MB | mirror MB | docs per CPU-s |"
-          " status |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| source | step | documents | CPU s | wall s | peak RSS MB | database MB | archive MB | mirror MB |"
+          " docs per CPU-s | status |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['source']} | {r['step']} | {r['docs']:,} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | "
-              f"{r['peak_mb']:.0f} | {r['db_mb']:.1f} | {r['mirror_mb']:.1f} | "
+              f"{r['peak_mb']:.0f} | {r['db_mb']:.1f} | {r['archive_mb']:.1f} | {r['mirror_mb']:.1f} | "
               f"{r['docs'] / r['cpu_s'] if r['cpu_s'] else float('inf'):,.1f} | {r['status']} |")
 
 
