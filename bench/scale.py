@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 REAL_SIZES = {"oyez": 3300, "hudoc": 25000, "cn": 50000}
-QUICK_SIZES = {"oyez": 40, "hudoc": 4, "cn": 100}
+QUICK_SIZES = {"oyez": 20, "hudoc": 2, "cn": 50}
 STEPS = ("first", "no-op", "inc→full", "inc→empty")
 TARGET_NOOP = 0.10
 TARGET_INCREMENT = 1.3
