@@ -10,7 +10,7 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
+from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
 from caseforge.artifacts import publish_counters
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
@@ -213,9 +213,17 @@ def body_problems(doctype: str | None, parsed, numbering_ok: bool = True) -> lis
     return []
 
 
-def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport) -> list[dict] | None:
+def judgment_doctypes(con, itemids: list[str]) -> dict[str, str]:
+    """The doctype of each of these bodies' metadata rows, in one query; a body without one is absent."""
+    return {itemid: (doctype or "").upper()
+            for itemid, doctype in run_sql(con, "hudoc/judgment_doctypes.sql", {"itemids": itemids}).fetchall()}
+
+
+def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport,
+               doctypes: dict[str, str] | None = None) -> list[dict] | None:
     """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
-    limit, unreadable, badly numbered, garbled or cut short."""
+    limit, unreadable, badly numbered, garbled or cut short. `doctypes`: the batch's (judgment_doctypes), else
+    the body's metadata row is looked up."""
     reason = size_problem(SOURCE, "body", len(payload.body))
     if reason is None:
         try:
@@ -223,7 +231,7 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
-            doctype = metadata_doctype(con, itemid)
+            doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
             if doctype is None:
                 report.add("bodies_without_metadata")
             numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
@@ -251,41 +259,52 @@ def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport, rem
     return outcome
 
 
+@dataclass(frozen=True)
+class _Body:
+    """A replayed body as the ledger needs it before it is read for parsing."""
+
+    key: str
+    sha256: str
+
+
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
                      report: StageReport, reparse: bool = False) -> None:
-    """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate, in batches; a
-    body this parser loaded whole before is not parsed again (its paragraphs count as unchanged)."""
+    """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate, in batches. The
+    bodies are hashed first and checked against the ledger in one query: a body this parser loaded whole before
+    is not read again (its paragraphs count as unchanged)."""
     ledger = ParsedPayloads(con, SOURCE, BODY_PARSER, "echr_paragraphs", reparse)
-    progress = Progress("hudoc documents (parse)", total=len(documents), unit="documents")
-    for batch in batches(sorted(documents.items()), BATCH_SIZE):
-        items, itemids = [], []
-        for itemid, paths in batch:
-            if len(paths) > 1:
-                report.add("extra_bodies_ignored", len(paths) - 1)
-            path = paths[0]
-            kind = "docx" if path.suffix.lower() == ".docx" else "html"
-            too_big = size_problem(SOURCE, "body", path.stat().st_size)
-            if too_big:
-                quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, f"{path.name}: {too_big}"),
-                                   report, "hudoc", counter="documents_quarantined")
-                continue
-            items.append((f"{kind}/{itemid}", path.read_bytes(), path.resolve().as_uri(), None))
-            itemids.append(itemid)
-        payloads = {itemid: payload for itemid, (payload, _) in zip(itemids, archive.store_many(SOURCE, items))}
-        plan = ledger.plan(list(payloads.values()))
-        plan.report_to(report, unchanged="paragraphs_unchanged")
+    found = []
+    for itemid, paths in sorted(documents.items()):
+        if len(paths) > 1:
+            report.add("extra_bodies_ignored", len(paths) - 1)
+        path = paths[0]
+        too_big = size_problem(SOURCE, "body", path.stat().st_size)
+        if too_big:
+            quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, f"{path.name}: {too_big}"),
+                               report, "hudoc", counter="documents_quarantined")
+            continue
+        kind = "docx" if path.suffix.lower() == ".docx" else "html"
+        found.append((itemid, path, _Body(f"{kind}/{itemid}", sha256_hex(path.read_bytes()))))
+    plan = ledger.plan([body for _, _, body in found])
+    plan.report_to(report, unchanged="paragraphs_unchanged")
+    todo = [(itemid, path, body) for itemid, path, body in found if body.key not in plan.skipped]
+    progress = Progress("hudoc documents (parse)", total=len(todo), unit="documents")
+    for batch in batches(todo, BATCH_SIZE):
+        stored = archive.store_many(SOURCE, [(body.key, path.read_bytes(), path.resolve().as_uri(), None)
+                                             for _, path, body in batch])
+        payloads = {itemid: payload for (itemid, _, _), (payload, _) in zip(batch, stored)}
+        doctypes = judgment_doctypes(con, list(payloads))
         rows: list[dict] = []
         problems: set[str] = set()
         for itemid, payload in payloads.items():
             progress.step(1)
-            if payload.key in plan.skipped:
-                continue
-            parsed = parse_body(con, run_id, itemid, payload, report)
+            parsed = parse_body(con, run_id, itemid, payload, report, doctypes)
             if parsed is None:
                 problems.add(payload.sha256)
             rows += parsed or []
-        outcome = load_paragraphs(con, run_id, rows, report, remake=bool(plan.remade))
-        ledger.settle_batch(run_id, plan, rows, outcome, problems)
+        remade = {p.sha256 for p in payloads.values()} & plan.remade
+        outcome = load_paragraphs(con, run_id, rows, report, remake=bool(remade))
+        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, problems)
     progress.close()
 
 
