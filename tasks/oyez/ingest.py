@@ -137,6 +137,19 @@ def parse_batch(payloads: list[Payload]) -> tuple[list[dict], list[ParseProblem]
     return rows, problems
 
 
+def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
+                   report: StageReport, problems: set[str] | None = None) -> pd.DataFrame:
+    """The rows of the payloads that parse; each one that does not is quarantined (its hash added to
+    `problems`)."""
+    rows, found = parse_batch(payloads)
+    for problem in found:
+        quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
+        if problems is not None:
+            problems.add(problem.raw_sha256)
+    report.add("parsed", len(rows))
+    return batch_frame(rows, COLUMNS, "case_id", report)
+
+
 def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
                remake: bool = False):
     if frame.empty:
@@ -157,13 +170,10 @@ def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Pa
     ledger = ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
     plan = ledger.plan(payloads)
     plan.report_to(report)
-    rows, problems = parse_batch(plan.parse)
-    for problem in problems:
-        quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
-    report.add("parsed", len(rows))
-    frame = batch_frame(rows, COLUMNS, "case_id", report)
+    problems: set[str] = set()
+    frame = parse_payloads(con, run_id, plan.parse, report, problems)
     outcome = load_cases(con, run_id, frame, report, remake=bool(plan.remade))
-    ledger.settle_batch(run_id, plan, frame, outcome, {p.raw_sha256 for p in problems})
+    ledger.settle_batch(run_id, plan, frame, outcome, problems)
 
 
 def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
