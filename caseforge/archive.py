@@ -1,9 +1,14 @@
-"""ops.raw_payloads: an append-only, content-addressed archive of every upstream payload."""
+"""The archive: every upstream payload, once per (source, key, content). ops.raw_payloads describes each one;
+its body is a file named by its sha256 in the warehouse's archive folder (`<db>-archive/`, Settings.archive_dir).
+Bodies stay out of the DuckDB file because DuckDB rewrites a table's last row group at every checkpoint after an
+append: with the bodies in it, one new payload cost time and memory growing with everything archived."""
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,10 +37,38 @@ class Payload:
 
 
 class RawArchive:
-    """Stores payloads once per (source, key, content); never updates or deletes."""
+    """Stores payloads once per (source, key, content); never updates or deletes. `folder` holds the bodies
+    (default: the warehouse's archive folder; a database without a file keeps them in ops.raw_payloads.body)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path | None = None):
         self.con = con
+        self.folder = folder if folder is not None else archive_folder(con)
+
+    def _keep_body(self, sha256: str, body: bytes) -> bytes | None:
+        """Write a body to its file (once: a content already there is not written again), before its row is,
+        so no row ever names a missing body; returns what goes into the row's body column (None: the file)."""
+        if self.folder is None:
+            return body
+        path = self.folder / sha256[:2] / sha256
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staging = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}.tmp")
+            staging.write_bytes(body)
+            os.replace(staging, path)
+        return None
+
+    def _body(self, sha256: str, column: bytes | None) -> bytes:
+        if column is not None:
+            return bytes(column)
+        path = (self.folder or Path(".")) / sha256[:2] / sha256
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"the archived body {sha256} is missing: no file {path} (the archive folder "
+                                    "must be kept, and copied, with the warehouse)") from None
+
+    def _payload(self, row) -> Payload:
+        return Payload(row[0], row[1], row[2], row[3], row[4], self._body(row[6], row[5]), row[6], row[7])
 
     def store(
         self,
@@ -53,24 +86,144 @@ class RawArchive:
         before = run_sql(self.con, "ops/payload_stored.sql", [source, key, digest]).fetchone()[0]
         if not before:
             run_sql(self.con, "ops/store_payload.sql",
-                    [source, key, digest, url, now, http_status, content_type, body])
+                    {"source": source, "key": key, "sha256": digest, "url": url, "fetched_at": now,
+                     "http_status": http_status, "content_type": content_type, "body": self._keep_body(digest, body)})
         payload = Payload(source, key, url, http_status, content_type, body, digest, now)
         return payload, not before
 
     def store_file(self, source: str, key: str, path: Path, content_type: str | None = None) -> tuple[Payload, bool]:
         return self.store(source, key, path.read_bytes(), url=path.resolve().as_uri(), content_type=content_type)
 
+    def keys_of(self, source: str, sha256s: list[str]) -> dict[str, set[str]]:
+        """The keys the archive holds each of these contents under, in one query."""
+        found: dict[str, set[str]] = {}
+        for sha, key in run_sql(self.con, "ops/payload_keys.sql", {"source": source, "sha256s": list(sha256s)}).fetchall():
+            found.setdefault(sha, set()).add(key)
+        return found
+
+    def store_many(self, source: str, items: list[tuple[str, bytes, str | None, str | None]],
+                   http_status: int | None = 200) -> list[tuple[Payload, bool]]:
+        """Archive a batch of (key, body, url, content type) in one lookup and one write (a replayed folder's
+        files, where one statement per file made the archive the bulk of a run with nothing new); returns each
+        payload and whether its content was new for its key."""
+        import pandas as pd
+
+        check_stop()                     # as in store: a batch is a point where a run told to stop does stop
+        now = datetime.now(timezone.utc)
+        payloads = [Payload(source, key, url, http_status, content_type, body, sha256_hex(body), now)
+                    for key, body, url, content_type in items]
+        known = self.keys_of(source, sorted({p.sha256 for p in payloads}))
+        new = list({(p.key, p.sha256): p for p in payloads if p.key not in known.get(p.sha256, ())}.values())
+        if new:
+            self.con.register("_payloads", pd.DataFrame(
+                [(p.source, p.key, p.sha256, p.url, p.fetched_at, p.http_status, p.content_type,
+                  self._keep_body(p.sha256, p.body)) for p in new],
+                columns=["source", "key", "sha256", "url", "fetched_at", "http_status", "content_type", "body"]))
+            try:
+                run_sql(self.con, "ops/store_payloads.sql")
+            finally:
+                self.con.unregister("_payloads")
+        return [(p, p.key not in known.get(p.sha256, ())) for p in payloads]
+
     def latest(self, source: str, key: str) -> Payload | None:
         row = run_sql(self.con, "ops/latest_payload.sql", [source, key]).fetchone()
-        if row is None:
-            return None
-        return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+        return None if row is None else self._payload(row)
 
     def by_sha(self, sha256: str) -> Payload | None:
         row = run_sql(self.con, "ops/payload_by_sha.sql", [sha256]).fetchone()
-        if row is None:
-            return None
-        return Payload(row[0], row[1], row[2], row[3], row[4], bytes(row[5]), row[6], row[7])
+        return None if row is None else self._payload(row)
+
+
+def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
+    from caseforge.config import settings as load_settings
+
+    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
+    return load_settings(database).archive_dir if database and database != ":memory:" else None
+
+
+# ---- what a parser already made of the archive: skip it before parsing ----
+
+@dataclass
+class ParsePlan:
+    """What a run does with a set of payloads: `parse` them (in order), except those `skipped` (key → the
+    records each gave when it was loaded); `remade` names the hashes among `parse` whose rows are already in
+    curated (a new parser version, --reparse, or rows no longer as it left them): their rows are made again."""
+
+    parse: list
+    skipped: dict[str, int]
+    remade: set[str]
+
+    def report_to(self, report, unchanged: str = "unchanged") -> None:
+        """Count the skipped payloads (`payloads_unchanged`) and the records they hold under `unchanged`."""
+        if self.skipped:
+            report.add("payloads_unchanged", len(self.skipped))
+            report.add(unchanged, sum(self.skipped.values()))
+
+
+class ParsedPayloads:
+    """ops.loaded_payloads for one source, parser and table: which payloads this parser version already turned
+    into rows of curated.<table> that are still there as it made them, so a run skips them before parsing
+    (a night with nothing new reads the file list and hashes). A payload is recorded only when all of it
+    loaded (`settle`): one with a parse problem, a quarantined row or a rejected batch is tried again next run.
+
+    `parser` names the parser and its version, plus any option that changes the rows it makes (a changed
+    version forces a parse); `reparse` parses everything (`--reparse`). `table` is the curated table whose
+    `raw_sha256` column says which payload each row came from."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, parser: str, table: str, reparse: bool = False):
+        self.con, self.source, self.parser, self.table, self.reparse = con, source, parser, table, reparse
+
+    def _with(self, name: str, rows: list[tuple], columns: list[str], statement: str, params: dict):
+        import pandas as pd
+
+        self.con.register(name, pd.DataFrame(rows, columns=columns))
+        try:
+            return run_sql(self.con, statement, params, identifiers={"table": self.table}).fetchall()
+        finally:
+            self.con.unregister(name)
+
+    def plan(self, payloads: list) -> ParsePlan:
+        """Split payloads (anything with .key and .sha256) into those to parse and those to skip."""
+        if not payloads:
+            return ParsePlan([], {}, set())
+        found = {(key, sha): (records, present) for key, sha, records, present in self._with(
+            "_candidates", sorted({(p.key, p.sha256) for p in payloads}), ["key", "sha256"],
+            "ops/parsed_payloads.sql", {"source": self.source, "parser": self.parser})}
+        plan = ParsePlan([], {}, set())
+        for payload in payloads:
+            records, present = found[(payload.key, payload.sha256)]
+            if records is not None and not self.reparse:
+                plan.skipped[payload.key] = int(records)
+                continue
+            plan.parse.append(payload)
+            if present:
+                plan.remade.add(payload.sha256)
+        return plan
+
+    def settle(self, run_id: int | None, loaded: dict, failed: list) -> None:
+        """Record the payloads that loaded whole (`loaded`: payload → the records it gave) and forget what
+        was recorded for the keys of those that did not (`failed`); two statements, whatever the count."""
+        if failed:
+            self._with("_failed", sorted({(p.key,) for p in failed}), ["key"], "ops/forget_parsed_payloads.sql",
+                       {"source": self.source})
+        rows = sorted({(p.key, p.sha256, int(n)) for p, n in loaded.items()})
+        if rows:
+            self._with("_loaded", rows, ["key", "sha256", "records"], "ops/record_parsed_payloads.sql",
+                       {"source": self.source, "parser": self.parser, "run_id": run_id})
+
+    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, problems: set[str]) -> None:
+        """Settle the payloads a batch parsed: `rows` what it sent to the gate (a frame or row dicts; their
+        raw_sha256 says whose), `outcome` the gate's LoadOutcome (None: nothing reached it), `problems` the
+        hashes of payloads with a parse problem."""
+        if hasattr(rows, "columns"):
+            shas = rows["raw_sha256"] if "raw_sha256" in rows.columns else []
+        else:
+            shas = (row["raw_sha256"] for row in rows)
+        records = Counter(shas)
+        failed_sha = set(problems) | (outcome.failed_sha256 if outcome is not None else set())
+        self.settle(run_id, {p: records.get(p.sha256, 0) for p in plan.parse if p.sha256 not in failed_sha},
+                    [p for p in plan.parse if p.sha256 in failed_sha])
 
 
 # ---- size limits: what one upstream file or record may weigh before a parser is allowed to read it ----

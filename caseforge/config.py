@@ -74,6 +74,12 @@ class Settings:
         return self.export_dir or self.db_path.parent / f"{self.db_key}-parquet"
 
     @property
+    def archive_dir(self) -> Path:
+        """The bodies of the archived upstream payloads (ops.raw_payloads describes them), one file per
+        content named by its sha256: `<db dir>/<db name>-archive/<first two hex digits>/<sha256>`."""
+        return self.db_path.parent / f"{self.db_key}-archive"
+
+    @property
     def runs_dir(self) -> Path:
         """Per-run folders (a nightly's summary and plots): `<db dir>/<db name>-runs`."""
         return self.db_path.parent / f"{self.db_key}-runs"

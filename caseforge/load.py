@@ -21,6 +21,8 @@ class LoadOutcome:
     batch_rejected: bool = False
     reasons: list[str] = field(default_factory=list)
     changes: dict[str, int] = field(default_factory=dict)
+    failed_sha256: set[str] = field(default_factory=set)     # payloads with a row that did not land
+    remade: int = 0                                           # curated rows made again by a re-parse
 
     def report_to(self, report, loaded: str, quarantined: str = "quarantined", changes_prefix: str = "",
                   max_reasons: int | None = None, records: bool = True) -> None:
@@ -37,6 +39,8 @@ class LoadOutcome:
                 report.counts.setdefault(name, 0)
         report.add(loaded, self.staged)
         report.add(quarantined, self.quarantined)
+        if self.remade:
+            report.add(f"{changes_prefix}remade" if changes_prefix else "remade", self.remade)
         if quarantined != "quarantined":
             report.add("quarantined", self.quarantined)
         for reason in self.reasons[:max_reasons]:
@@ -69,12 +73,18 @@ def gate_and_load(
     identifiers: dict[str, str] | None = None,
     content_column: str | None = None,
     change_key: tuple[str, ...] | None = None,
+    remake: tuple[str, ...] | None = None,
 ) -> LoadOutcome:
     """Validate `frame` against expectations/<table>.json; load what passes.
 
     `identifiers` fill the `{name}` placeholders of a generic curate (and change-count) statement.
     New / changed / unchanged rows are counted by `change_counts_sql`, or by sql/ops/change_counts.sql comparing
     `content_column` (a content hash) with curated, row by row on `change_key` (default: `key_column` alone).
+    `remake` (the columns of a unit replaced as a whole: a case, a judgment's paragraphs) is given when the batch
+    holds a re-parse of payloads whose rows are already in curated (a new parser version, --reparse): those
+    units are deleted before the curate statement, which then writes them as this parse made them (counted
+    as `remade`; their new/changed/unchanged counts are taken before, against the rows as they were).
+    `failed_sha256` of the outcome names the payloads (raw_sha256) with a row that did not land.
 
     Validation results and quarantined rows are committed even when the batch is rejected,
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
@@ -89,6 +99,9 @@ def gate_and_load(
         quality.record(con, run_id, frame, result, key_column=key_column)
         outcome.quarantined = result.rows_failed
         outcome.batch_rejected = result.batch_rejected
+        if "raw_sha256" in frame.columns:
+            rows = range(len(frame)) if result.batch_rejected else result.failed_rows
+            outcome.failed_sha256 = {frame.iloc[i]["raw_sha256"] for i in rows if 0 <= i < len(frame)}
         if result.batch_rejected:
             outcome.reasons.append(f"{table}: batch of {len(frame)} rejected: " + "; ".join(result.batch_reasons))
         else:
@@ -105,6 +118,9 @@ def gate_and_load(
                 row = run_sql(con, counts_sql, identifiers=counts_names)
                 names = [d[0] for d in row.description]
                 outcome.changes = dict(zip(names, (int(v or 0) for v in row.fetchone())))
+            if remake:
+                outcome.remade = int(run_sql(con, "ops/delete_remade_rows.sql",
+                                             identifiers={"table": table, "unit": remake}).fetchone()[0])
             run_sql(con, curate_sql, identifiers=identifiers)
             outcome.staged = len(result.passed)
     return outcome

@@ -63,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, source in registry.SOURCES.items():
         one = sources.add_parser(name, help=source.description)
         OPTIONS[name](one)
+        one.add_argument("--reparse", action="store_true",
+                         help="parse every file again, also those this parser version already loaded")
         add_db_option(one)
         one.set_defaults(handler=run)
 

@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly.add_argument("--release-dir", help="where releases are written (default: <db dir>/<db name>-releases/)")
     nightly.add_argument("--sources", help="comma-separated subset of the sources (default: all)")
     nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
+    nightly.add_argument("--reparse", action="store_true",
+                         help="every source parses all its files again, also those its parser version already loaded")
     add_db_option(nightly)
     add_retry_failed_option(nightly)
     nightly.set_defaults(handler=run_nightly_command)
@@ -36,7 +38,7 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     with flows_session():
         state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
                                 release_dir=args.release_dir, sources=sources, force=args.force,
-                                return_state=True)
+                                reparse=args.reparse, return_state=True)
     sys.stdout.flush()
     data = flow_report("nightly flow", state)
     for row in data["stages"]:

@@ -13,8 +13,9 @@ PREFECT_STEPS = as_tasks(ingest.Steps(), "barexam")
 
 @flow(name="barexam-import", log_prints=True)
 @ends_as_stopped
-def barexam_import(from_dir: str, db: str | None = None):
-    """Archive, parse, gate and curate barexam_qa.csv and passages_*.jsonl from a folder."""
-    report = ingest.refresh(load_settings(db), from_dir=from_dir, steps=PREFECT_STEPS)
+def barexam_import(from_dir: str, db: str | None = None, reparse: bool = False):
+    """Archive, parse, gate and curate barexam_qa.csv and passages_*.jsonl from a folder; a file this parser
+    version loaded before is not parsed again unless `reparse`."""
+    report = ingest.refresh(load_settings(db), from_dir=from_dir, steps=PREFECT_STEPS, reparse=reparse)
     publish_report(report, "barexam-import", "Bar Exam import")
     return final_state(report)

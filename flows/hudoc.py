@@ -15,11 +15,12 @@ PREFECT_STEPS = as_tasks(ingest.Steps(), "hudoc")
 @ends_as_stopped
 def hudoc_refresh(db: str | None = None, from_dir: str | None = None, since: str | None = None,
                   doctypes: list[str] | None = None, languages: list[str] | None = None,
-                  documents: bool = True, max_documents: int = 5000):
+                  documents: bool = True, max_documents: int = 5000, reparse: bool = False):
     """Judgment metadata (the query API paged by date windows, or replayed JSON) and judgment bodies
-    (HTML, DOCX where the HTML is missing) split into paragraphs, each batch gated before curated."""
+    (HTML, DOCX where the HTML is missing) split into paragraphs, each batch gated before curated; a replayed
+    file this parser version loaded before is not parsed again unless `reparse`."""
     report = ingest.refresh(load_settings(db), from_dir=from_dir, since=since, doctypes=doctypes,
                             languages=languages, documents=documents, max_documents=max_documents,
-                            steps=PREFECT_STEPS)
+                            steps=PREFECT_STEPS, reparse=reparse)
     publish_report(report, "hudoc-refresh", "HUDOC refresh")
     return final_state(report)

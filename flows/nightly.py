@@ -220,6 +220,7 @@ class NightlyOptions:
     release_dir: Path | None = None
     sources: list[str] | None = None           # None: all registered
     force: bool = False                        # run builders, evaluations and exports even when nothing changed
+    reparse: bool = False                      # every source parses all its payloads again (a parser fix)
 
 
 def run_in_place(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:
@@ -279,7 +280,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 outcomes.append(StageOutcome("source", name, "skipped",
                                              note="no samples for it (registry samples, or its folder is absent)"))
             else:
-                planned.append((sources[name], kwargs))
+                planned.append((sources[name], {**kwargs, "reparse": True} if options.reparse else kwargs))
         running = [("source", source.name) for source, _ in planned]
         outcomes += map_sources(settings, planned)
 
@@ -445,15 +446,17 @@ def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> Sta
 @ends_as_stopped
 def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_dir: str | None = None,
                     release_dir: str | None = None, sources: list[str] | None = None, force: bool = False,
-                    settings: dict | None = None):
+                    settings: dict | None = None, reparse: bool = False):
     """Every source (in parallel), then each builder, evaluation and release whose inputs, LLM settings or
     prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
-    way to choose models, caps and fan-out)."""
+    way to choose models, caps and fan-out). `reparse`: every source parses all its payloads again, also
+    those its parser version already loaded (after a parser fix that kept its version)."""
     from caseforge.flows.nightly_report import publish_artifacts, quality_rows
 
     warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                             release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force)
+                             release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force,
+                             reparse=reparse)
     with settings_file.overriding(settings):
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:

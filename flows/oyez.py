@@ -14,14 +14,15 @@ PREFECT_STEPS = as_tasks(ingest.Steps(), "oyez")
 @flow(name="oyez-refresh", log_prints=True)
 @ends_as_stopped
 def oyez_refresh(db: str | None = None, from_dir: str | None = None, term: str | None = None,
-                 full: bool = False, legacy_table: str | None = None):
+                 full: bool = False, legacy_table: str | None = None, reparse: bool = False):
     """Fetch (or replay) Oyez case details, parse, gate and upsert curated.scotus_cases.
 
     Live: only cases new or changed in the case list are fetched (all with `full`), so a
     nightly run with nothing new upstream downloads the list alone. Replay: every case JSON
-    under `from_dir` goes through the same archive → parse → gate → curate path.
+    under `from_dir` goes through the same archive → parse → gate → curate path. A case this parser
+    version loaded before is not parsed again unless `reparse`.
     """
     report = ingest.refresh(load_settings(db), from_dir=from_dir, term=term, full=full,
-                            legacy_table=legacy_table, steps=PREFECT_STEPS)
+                            legacy_table=legacy_table, steps=PREFECT_STEPS, reparse=reparse)
     publish_report(report, "oyez-refresh", "Oyez refresh")
     return final_state(report)

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 
 from caseforge import settings_file
-from caseforge.archive import Payload, RawArchive, size_problem
+from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
@@ -36,6 +36,10 @@ DEFAULT_GUIDES = ("guide_art_2_eng", "guide_art_3_eng", "guide_art_5_eng", "guid
 FRENCH_MAP_NAME = "french_to_english_citations.csv"
 CITATION_COLUMNS = cites.COLUMNS + ["itemid", "resolution_method", "linked_title", "unresolved_reason", "raw_sha256"]
 GUIDE_SUFFIXES = (".pdf", ".txt", ".csv")
+# The guide parser (pages.py, paragraphs.py, citations.py, resolve.py) and its version: bump it when it makes
+# other rows from the same guide, so the next run parses every guide again (ops.loaded_payloads). What the
+# resolver reads (judgment names, the French table) is part of the name: new judgments parse the guides again.
+PARSER = "guides/1"
 
 
 @dataclass
@@ -167,17 +171,23 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
     return paragraphs, citations
 
 
-def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> None:
+def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport,
+               remake: bool = False) -> set[str]:
+    """Gate and load one guide's paragraphs and citations; returns the hashes of guides with a row that did not
+    land."""
     outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
                             "guides/curate_guide_paragraphs.sql", key_column="para_no",
-                            content_column="raw_sha256", change_key=("guide_id", "para_no"))
+                            content_column="raw_sha256", change_key=("guide_id", "para_no"),
+                            remake=("guide_id",) if remake else None)
     outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
                       changes_prefix="guide_paragraphs_")
+    failed = set(outcome.failed_sha256)
     if not citations:
-        return
+        return failed
     outcome = gate_and_load(con, run_id, "guide_citations", batch_frame(citations, CITATION_COLUMNS),
                             "guides/curate_guide_citations.sql", key_column="raw_citation")
     outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50, records=False)
+    return failed | outcome.failed_sha256
 
 
 def resolution_rates(con) -> list[dict]:
@@ -188,13 +198,27 @@ def resolution_rates(con) -> list[dict]:
 
 # --- the refresh as a whole; the Prefect flow passes a task-wrapped version of the step ---
 
-def parse_and_load_step(session: RunSession, sources: list[GuideSource]) -> None:
-    resolver = make_resolver(session.con)
-    with Progress("guides (parse, resolve, gate)", total=len(sources), unit="guides") as progress:
-        for source in sources:
-            parsed = parse_source(session.con, session.run_id, source, resolver, session.report)
-            if parsed:
-                load_guide(session.con, session.run_id, *parsed, session.report)
+def parse_and_load_step(session: RunSession, sources: list[GuideSource], reparse: bool = False) -> None:
+    """Parse, resolve, gate and load each guide, except those this parser loaded whole before against the same
+    judgments (their paragraphs count as unchanged)."""
+    con, report = session.con, session.report
+    resolver_inputs = run_sql(con, "guides/resolver_fingerprint.sql").fetchone()[0]
+    ledger = ParsedPayloads(con, SOURCE, f"{PARSER} resolver={resolver_inputs}", "guide_paragraphs", reparse)
+    plan = ledger.plan([source.payload for source in sources])
+    plan.report_to(report, unchanged="guide_paragraphs_unchanged")
+    todo = [source for source in sources if source.payload.key not in plan.skipped]
+    if not todo:
+        return
+    resolver = make_resolver(con)
+    with Progress("guides (parse, resolve, gate)", total=len(todo), unit="guides") as progress:
+        for source in todo:
+            parsed = parse_source(con, session.run_id, source, resolver, report)
+            failed = load_guide(con, session.run_id, *parsed, report, remake=source.payload.sha256 in plan.remade) \
+                if parsed else {source.payload.sha256}
+            if source.payload.sha256 in failed:
+                ledger.settle(session.run_id, {}, [source.payload])
+            else:
+                ledger.settle(session.run_id, {source.payload: len(parsed[0])}, [])
             progress.step(1)
 
 
@@ -204,9 +228,11 @@ class Steps:
 
 
 def refresh(settings: Settings, from_dir: str | None = None, guide_ids: list[str] | None = None,
-            french_map: str | None = None, steps: Steps | None = None, transport=None) -> StageReport:
+            french_map: str | None = None, steps: Steps | None = None, transport=None,
+            reparse: bool = False) -> StageReport:
     """Guides → paragraphs (headers removed, page breaks joined) → citations → itemids (links on the
-    page first, then name + year against curated.echr_judgments), each table gated before curated."""
+    page first, then name + year against curated.echr_judgments), each table gated before curated. A guide
+    this parser version loaded before, against the same judgments, is not parsed again unless `reparse`."""
     steps = steps or Steps()
     with run_session(settings, "ingest", "guides") as session:
         report = session.report
@@ -225,7 +251,9 @@ def refresh(settings: Settings, from_dir: str | None = None, guide_ids: list[str
                 report.add("http_requests", fetcher.stats.requests)
         if french:
             store_translations(session.con, session.archive, french, report)
-        steps.parse_and_load(session, sources)
+        steps.parse_and_load(session, sources, reparse)
+        report.counts.setdefault("new", 0)
+        report.counts.setdefault("changed", 0)
         rates = resolution_rates(session.con)
         for rate in rates:
             log.info("guides: %s resolved %s of %s citations (%.1f%%)", rate["guide_id"], rate["resolved"],

@@ -10,7 +10,7 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.archive import Payload, RawArchive, size_problem
+from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
 from caseforge.artifacts import publish_counters
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
@@ -37,6 +37,16 @@ DOCX_PATH = "/app/conversion/docx/"
 ITEMID_IN_NAME = re.compile(r"^(\d{3}-\d+)")
 # doctypes whose body ends with an operative part ('FOR THESE REASONS, THE COURT ...'): judgments and decisions
 OPERATIVE_DOCTYPES = re.compile(r"^[A-Z]{2}(?:JUD|DEC)$")
+# The parsers and their versions: bump one when it makes other rows from the same payload, so the next run
+# parses every such payload again (ops.loaded_payloads). The body parser is readers.parse_document (with
+# paragraphs.py), the metadata parser metadata.parse_record; the record filter is part of the latter's name.
+BODY_PARSER = "hudoc-body/1"
+METADATA_PARSER = "hudoc-metadata/1"
+
+
+def metadata_parser(record_filter: meta.RecordFilter) -> str:
+    return (f"{METADATA_PARSER} doctypes={','.join(record_filter.doctypes)} "
+            f"languages={','.join(record_filter.languages)}")
 
 
 @dataclass
@@ -81,22 +91,29 @@ def read_metadata(body: bytes, record_filter: meta.RecordFilter,
 
 
 def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-                           record_filter: meta.RecordFilter, report: StageReport) -> list[dict]:
+                           record_filter: meta.RecordFilter, report: StageReport,
+                           problems: set[str] | None = None) -> list[dict]:
+    """Judgment rows of one metadata payload; what cannot be one is quarantined (and the payload's hash added
+    to `problems`)."""
     reason = size_problem(SOURCE, "metadata", len(payload.body))
     if reason is None:
         try:
-            rows, problems, filtered = read_metadata(payload.body, record_filter, payload.sha256)
+            rows, found, filtered = read_metadata(payload.body, record_filter, payload.sha256)
         except Exception as exc:  # noqa: BLE001 - TruncatedPage, or a parser bug on this payload
             reason = failure_reason(exc)
     if reason is not None:
         quarantine_problem(con, run_id, "echr_judgments", ParseProblem(payload.key, reason, payload.sha256), report,
                            "hudoc", counter="metadata_quarantined")
+        if problems is not None:
+            problems.add(payload.sha256)
         return []
-    if not rows and not problems and not filtered:
+    if found and problems is not None:
+        problems.add(payload.sha256)
+    if not rows and not found and not filtered:
         report.add("metadata_files_without_records")
     if filtered:
         report.add("filtered_out", filtered)
-    for problem in problems:
+    for problem in found:
         quarantine_problem(con, run_id, "echr_judgments",
                            ParseProblem(f"{payload.key} {problem.where}", problem.reason, payload.sha256,
                                         problem.row_data, key=payload.key),
@@ -104,18 +121,23 @@ def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload:
     return rows
 
 
-def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict], report: StageReport) -> None:
+def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict], report: StageReport,
+                   remake: bool = False):
     if not rows:
-        return
+        return None
     frame = batch_frame(rows, meta.COLUMNS, "itemid", report, duplicates_counter="duplicate_records_in_batch")
     outcome = gate_and_load(con, run_id, "echr_judgments", frame, "hudoc/curate_echr_judgments.sql",
-                            key_column="itemid", change_counts_sql="hudoc/judgment_change_counts.sql")
+                            key_column="itemid", change_counts_sql="hudoc/judgment_change_counts.sql",
+                            remake=("itemid",) if remake else None)
     outcome.report_to(report, "judgments_loaded", "judgments_quarantined", changes_prefix="judgments_")
+    return outcome
 
 
 def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,
-                    report: StageReport) -> None:
-    rows = []
+                    report: StageReport, reparse: bool = False) -> None:
+    """Metadata files → curated.echr_judgments; a file this parser (and record filter) loaded whole before is
+    not parsed again."""
+    items = []
     progress = Progress("hudoc metadata files", total=len(paths), unit="files")
     for path in paths:
         progress.step(1)
@@ -124,12 +146,20 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
             quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
                                report, "hudoc", counter="metadata_quarantined")
             continue
-        payload, _ = archive.store_file(SOURCE, f"file/metadata/{path.name}", path, content_type="application/json")
+        items.append((f"file/metadata/{path.name}", path.read_bytes(), path.resolve().as_uri(), "application/json"))
         report.add("metadata_files")
-        rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
     progress.close()
+    payloads = [payload for payload, _ in archive.store_many(SOURCE, items)]
+    ledger = ParsedPayloads(con, SOURCE, metadata_parser(record_filter), "echr_judgments", reparse)
+    plan = ledger.plan(payloads)
+    plan.report_to(report, unchanged="judgments_unchanged")
+    rows, problems, failed = [], set(), set()
+    for payload in plan.parse:
+        rows += parse_metadata_payload(con, run_id, payload, record_filter, report, problems)
     for start in range(0, len(rows), BATCH_SIZE * 5):
-        load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report)
+        outcome = load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report, remake=bool(plan.remade))
+        failed |= outcome.failed_sha256 if outcome is not None else set()
+    ledger.settle_batch(run_id, plan, rows, None, problems | failed)
 
 
 def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date:
@@ -183,9 +213,17 @@ def body_problems(doctype: str | None, parsed, numbering_ok: bool = True) -> lis
     return []
 
 
-def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport) -> list[dict] | None:
+def judgment_doctypes(con, itemids: list[str]) -> dict[str, str]:
+    """The doctype of each of these bodies' metadata rows, in one query; a body without one is absent."""
+    return {itemid: (doctype or "").upper()
+            for itemid, doctype in run_sql(con, "hudoc/judgment_doctypes.sql", {"itemids": itemids}).fetchall()}
+
+
+def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport,
+               doctypes: dict[str, str] | None = None) -> list[dict] | None:
     """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
-    limit, unreadable, badly numbered, garbled or cut short."""
+    limit, unreadable, badly numbered, garbled or cut short. `doctypes`: the batch's (judgment_doctypes), else
+    the body's metadata row is looked up."""
     reason = size_problem(SOURCE, "body", len(payload.body))
     if reason is None:
         try:
@@ -193,7 +231,7 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
-            doctype = metadata_doctype(con, itemid)
+            doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
             if doctype is None:
                 report.add("bodies_without_metadata")
             numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
@@ -210,39 +248,64 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
     return parsed.rows
 
 
-def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport) -> None:
+def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport, remake: bool = False):
     if not rows:
-        return
+        return None
     outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
-                            key_column="itemid", content_column="raw_sha256", change_key=("itemid", "ordinal"))
+                            key_column="itemid", content_column="raw_sha256", change_key=("itemid", "ordinal"),
+                            remake=("itemid",) if remake else None)
     outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50,
                       changes_prefix="paragraphs_", records=False)
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Body:
+    """A replayed body as the ledger needs it before it is read for parsing."""
+
+    key: str
+    sha256: str
 
 
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
-                     report: StageReport) -> None:
-    """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate."""
-    rows: list[dict] = []
-    progress = Progress("hudoc documents (parse)", total=len(documents), unit="documents")
-    for count, (itemid, paths) in enumerate(sorted(documents.items()), start=1):
-        progress.step(1)
+                     report: StageReport, reparse: bool = False) -> None:
+    """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate, in batches. The
+    bodies are hashed first and checked against the ledger in one query: a body this parser loaded whole before
+    is not read again (its paragraphs count as unchanged)."""
+    ledger = ParsedPayloads(con, SOURCE, BODY_PARSER, "echr_paragraphs", reparse)
+    found = []
+    for itemid, paths in sorted(documents.items()):
         if len(paths) > 1:
             report.add("extra_bodies_ignored", len(paths) - 1)
         path = paths[0]
-        kind = "docx" if path.suffix.lower() == ".docx" else "html"
         too_big = size_problem(SOURCE, "body", path.stat().st_size)
         if too_big:
             quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, f"{path.name}: {too_big}"),
                                report, "hudoc", counter="documents_quarantined")
             continue
-        payload, _ = archive.store_file(SOURCE, f"{kind}/{itemid}", path)
-        parsed = parse_body(con, run_id, itemid, payload, report)
-        rows += parsed or []
-        if count % BATCH_SIZE == 0:
-            load_paragraphs(con, run_id, rows, report)
-            rows = []
+        kind = "docx" if path.suffix.lower() == ".docx" else "html"
+        found.append((itemid, path, _Body(f"{kind}/{itemid}", sha256_hex(path.read_bytes()))))
+    plan = ledger.plan([body for _, _, body in found])
+    plan.report_to(report, unchanged="paragraphs_unchanged")
+    todo = [(itemid, path, body) for itemid, path, body in found if body.key not in plan.skipped]
+    progress = Progress("hudoc documents (parse)", total=len(todo), unit="documents")
+    for batch in batches(todo, BATCH_SIZE):
+        stored = archive.store_many(SOURCE, [(body.key, path.read_bytes(), path.resolve().as_uri(), None)
+                                             for _, path, body in batch])
+        payloads = {itemid: payload for (itemid, _, _), (payload, _) in zip(batch, stored)}
+        doctypes = judgment_doctypes(con, list(payloads))
+        rows: list[dict] = []
+        problems: set[str] = set()
+        for itemid, payload in payloads.items():
+            progress.step(1)
+            parsed = parse_body(con, run_id, itemid, payload, report, doctypes)
+            if parsed is None:
+                problems.add(payload.sha256)
+            rows += parsed or []
+        remade = {p.sha256 for p in payloads.values()} & plan.remade
+        outcome = load_paragraphs(con, run_id, rows, report, remake=bool(remade))
+        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, problems)
     progress.close()
-    load_paragraphs(con, run_id, rows, report)
 
 
 def documents_to_fetch(con, limit: int) -> list[str]:
@@ -295,12 +358,13 @@ def live_documents_batch(fetcher: Fetcher, con, run_id: int, itemids: list[str],
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
 
-def replay_metadata_step(session: RunSession, paths: list[Path], record_filter: meta.RecordFilter) -> None:
-    replay_metadata(session.con, session.archive, session.run_id, paths, record_filter, session.report)
+def replay_metadata_step(session: RunSession, paths: list[Path], record_filter: meta.RecordFilter,
+                         reparse: bool = False) -> None:
+    replay_metadata(session.con, session.archive, session.run_id, paths, record_filter, session.report, reparse)
 
 
-def replay_documents_step(session: RunSession, documents: dict) -> None:
-    replay_documents(session.con, session.archive, session.run_id, documents, session.report)
+def replay_documents_step(session: RunSession, documents: dict, reparse: bool = False) -> None:
+    replay_documents(session.con, session.archive, session.run_id, documents, session.report, reparse)
 
 
 def live_metadata_step(session: RunSession, fetcher: Fetcher, since: date, until: date,
@@ -322,9 +386,10 @@ class Steps:
 
 def refresh(settings: Settings, from_dir: str | None = None, since: str | None = None,
             doctypes: list[str] | None = None, languages: list[str] | None = None, documents: bool = True,
-            max_documents: int = 5000, steps: Steps | None = None, transport=None) -> StageReport:
+            max_documents: int = 5000, steps: Steps | None = None, transport=None, reparse: bool = False) -> StageReport:
     """Judgment metadata (query API paged by date windows, or replayed JSON) and judgment bodies
-    (HTML, DOCX where the HTML is missing) split into paragraphs, each batch gated before curated."""
+    (HTML, DOCX where the HTML is missing) split into paragraphs, each batch gated before curated. A replayed
+    file this parser version loaded before is not parsed again (counted unchanged) unless `reparse`."""
     steps = steps or Steps()
     record_filter = meta.RecordFilter(tuple(doctypes) if doctypes is not None else ("HEJUD",),
                                       tuple(languages) if languages is not None else ("ENG",))
@@ -332,9 +397,9 @@ def refresh(settings: Settings, from_dir: str | None = None, since: str | None =
         report = session.report
         if from_dir:
             files = replay_files(Path(from_dir))
-            steps.replay_metadata(session, files.metadata, record_filter)
+            steps.replay_metadata(session, files.metadata, record_filter, reparse)
             if documents:
-                steps.replay_documents(session, files.documents)
+                steps.replay_documents(session, files.documents, reparse)
         else:
             with Fetcher(settings, session.archive, transport=transport) as fetcher:
                 start = incremental_since(session.con, since)
@@ -350,6 +415,8 @@ def refresh(settings: Settings, from_dir: str | None = None, since: str | None =
                     progress.close()
                 report.add("http_requests", fetcher.stats.requests)
                 report.add("http_retries", fetcher.stats.retries)
+        report.counts.setdefault("new", 0)
+        report.counts.setdefault("changed", 0)
     log.info("hudoc: %s", ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())))
     publish_counters("hudoc-documents", "HUDOC documents", report.counts, DOCUMENT_COUNTERS)
     publish_counters("hudoc-paragraphs", "HUDOC paragraphs", report.counts, PARAGRAPH_COUNTERS)

@@ -15,7 +15,7 @@ import httpx
 import pandas as pd
 
 from caseforge import settings_file
-from caseforge.archive import Payload, RawArchive, payload_origin, size_problem
+from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
 from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
@@ -27,7 +27,7 @@ from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,
 )
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse import run_sql, run_sql_over_rows
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,10 @@ def api() -> str:
     return settings_file.upstream("oyez")
 
 BATCH_SIZE = 200
+# The case parser (parse.py) and its version: bump it when parse_case makes other rows from the same file, so
+# the next run parses every case again (ops.loaded_payloads); the legacy table's likewise (legacy.py).
+PARSER = "oyez-case/1"
+LEGACY_PARSER = "oyez-legacy/1"
 
 
 @dataclass
@@ -134,37 +138,57 @@ def parse_batch(payloads: list[Payload]) -> tuple[list[dict], list[ParseProblem]
 
 
 def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
-                   report: StageReport) -> pd.DataFrame:
-    rows, problems = parse_batch(payloads)
-    for problem in problems:
+                   report: StageReport, problems: set[str] | None = None) -> pd.DataFrame:
+    """The rows of the payloads that parse; each one that does not is quarantined (its hash added to
+    `problems`)."""
+    rows, found = parse_batch(payloads)
+    for problem in found:
         quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
+        if problems is not None:
+            problems.add(problem.raw_sha256)
     report.add("parsed", len(rows))
     return batch_frame(rows, COLUMNS, "case_id", report)
 
 
-def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport) -> None:
+def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
+               remake: bool = False):
     if frame.empty:
-        return
+        return None
     outcome = gate_and_load(
         con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
-        content_column="raw_sha256",
+        content_column="raw_sha256", remake=("case_id",) if remake else None,
     )
     outcome.report_to(report, "passed_gate")
+    return outcome
+
+
+def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload], report: StageReport,
+                  reparse: bool = False) -> None:
+    """Parse, gate and load the case payloads this parser has not loaded before (all with `reparse`); the
+    others are counted unchanged. A payload that loaded whole is recorded as loaded; one that did not (a
+    parse problem, a quarantined row) is tried again next run."""
+    ledger = ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
+    plan = ledger.plan(payloads)
+    plan.report_to(report)
+    problems: set[str] = set()
+    frame = parse_payloads(con, run_id, plan.parse, report, problems)
+    outcome = load_cases(con, run_id, frame, report, remake=bool(plan.remade))
+    ledger.settle_batch(run_id, plan, frame, outcome, problems)
 
 
 def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
     if not cases:
         return
     now = datetime.now(timezone.utc)
-    con.executemany(sql_text("oyez/remember_listed.sql"), [(c.key, c.href, c.summary_sha, now) for c in cases])
+    run_sql_over_rows(con, "oyez/remember_listed.sql",
+                      [{"key": c.key, "href": c.href, "summary_sha": c.summary_sha, "seen_at": now} for c in cases])
 
 
 def process_live_batch(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
-                       batch: list[PlannedCase], report: StageReport) -> None:
+                       batch: list[PlannedCase], report: StageReport, reparse: bool = False) -> None:
     """Fetch, parse, gate and load one batch; remember the list entries it settled."""
     fetched = fetch_details(fetcher, con, run_id, batch, report)
-    frame = parse_payloads(con, run_id, [p for _, p in fetched], report)
-    load_cases(con, run_id, frame, report)
+    load_payloads(con, run_id, [p for _, p in fetched], report, reparse)
     remember_listed(con, [case for case, _ in fetched])
 
 
@@ -195,9 +219,11 @@ def replay_key(body: bytes, path: Path) -> str:
 
 def archive_replay_batch(archive: RawArchive, paths: list[Path],
                          too_big: list[ParseProblem] | None = None) -> list[Payload]:
-    """Archive recorded detail files under the key a live fetch would use. A file over the size limit is left
-    unread (neither archived nor parsed) and its problem appended to `too_big` (OyezParseError without it)."""
-    payloads = []
+    """Archive recorded detail files under the key a live fetch would use, in one lookup and one write. A file
+    over the size limit is left unread (neither archived nor parsed) and its problem appended to `too_big`
+    (OyezParseError without it). A content the archive already holds under a key of its own (term/docket) keeps
+    that key without its JSON being read again: a night with nothing new reads and hashes the files only."""
+    read = []
     for path in paths:
         over = size_problem(SOURCE, "case", path.stat().st_size)
         if over:
@@ -205,21 +231,30 @@ def archive_replay_batch(archive: RawArchive, paths: list[Path],
                 raise OyezParseError(f"file/{path.name}: {over}")
             too_big.append(ParseProblem(f"file/{path.name}", over))
             continue
-        body = path.read_bytes()
-        key = replay_key(body, path)
-        payload, _ = archive.store(SOURCE, key, body, url=path.resolve().as_uri(), content_type="application/json")
-        payloads.append(payload)
-    return payloads
+        read.append((path, path.read_bytes()))
+    known = archive.keys_of(SOURCE, sorted({sha256_hex(body) for _, body in read}))
+    items = []
+    for path, body in read:
+        keys = [k for k in known.get(sha256_hex(body), ()) if not k.startswith("file/")]
+        key = keys[0] if len(keys) == 1 else replay_key(body, path)
+        items.append((key, body, path.resolve().as_uri(), "application/json"))
+    return [payload for payload, _ in archive.store_many(SOURCE, items)]
 
 
 def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, path: Path,
-                  report: StageReport) -> None:
-    """Bulk import of the Oyez-derived legacy table (it carries `disposition`)."""
+                  report: StageReport, reparse: bool = False) -> None:
+    """Bulk import of the Oyez-derived legacy table (it carries `disposition`); not parsed again when this
+    parser loaded the same file before (all of it)."""
     too_big = size_problem(SOURCE, "legacy", path.stat().st_size)
     if too_big:
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(path.name, too_big), report, "oyez legacy table")
         return
     payload, _ = archive.store_file(SOURCE, f"legacy/{path.name}", path, content_type="text/csv")
+    ledger = ParsedPayloads(con, SOURCE, LEGACY_PARSER, "scotus_legacy", reparse)
+    plan = ledger.plan([payload])
+    plan.report_to(report, unchanged="legacy_unchanged")
+    if not plan.parse:
+        return
     try:
         frame, problems = parse_legacy_table(payload.body, payload.sha256)
     except Exception as exc:  # noqa: BLE001 - a table without its header or columns: the file is quarantined
@@ -232,12 +267,13 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
                                                                       key=path.name), report, "oyez legacy table")
     outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
     outcome.report_to(report, "legacy_loaded", records=False)
+    ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
 
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---
 
-def legacy_step(session: RunSession, path: str) -> None:
-    import_legacy(session.con, session.archive, session.run_id, Path(path), session.report)
+def legacy_step(session: RunSession, path: str, reparse: bool = False) -> None:
+    import_legacy(session.con, session.archive, session.run_id, Path(path), session.report, reparse)
 
 
 def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: bool) -> list[PlannedCase]:
@@ -253,17 +289,16 @@ def plan_step(session: RunSession, fetcher: Fetcher, term: str | None, full: boo
     return planned
 
 
-def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCase]) -> None:
-    process_live_batch(fetcher, session.con, session.run_id, batch, session.report)
+def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCase], reparse: bool = False) -> None:
+    process_live_batch(fetcher, session.con, session.run_id, batch, session.report, reparse)
 
 
-def replay_batch_step(session: RunSession, paths: list[Path]) -> None:
+def replay_batch_step(session: RunSession, paths: list[Path], reparse: bool = False) -> None:
     too_big: list[ParseProblem] = []
     payloads = archive_replay_batch(session.archive, paths, too_big)
     for problem in too_big:
         quarantine_problem(session.con, session.run_id, "scotus_cases", problem, session.report, "oyez")
-    frame = parse_payloads(session.con, session.run_id, payloads, session.report)
-    load_cases(session.con, session.run_id, frame, session.report)
+    load_payloads(session.con, session.run_id, payloads, session.report, reparse)
 
 
 @dataclass
@@ -276,19 +311,20 @@ class Steps:
 
 def refresh(settings: Settings, from_dir: str | None = None, term: str | None = None, full: bool = False,
             legacy_table: str | None = None, transport: httpx.BaseTransport | None = None,
-            steps: Steps | None = None, sleep=time.sleep) -> StageReport:
-    """The Oyez refresh: legacy table (optional), then replayed files or the live API."""
+            steps: Steps | None = None, sleep=time.sleep, reparse: bool = False) -> StageReport:
+    """The Oyez refresh: legacy table (optional), then replayed files or the live API. A file or case this
+    parser version loaded before is not parsed again (counted unchanged) unless `reparse`."""
     steps = steps or Steps()
     with run_session(settings, "ingest", "oyez") as session:
         report = session.report
         if legacy_table:
-            steps.legacy(session, legacy_table)
+            steps.legacy(session, legacy_table, reparse)
         if from_dir:
             details, lists = replay_files(Path(from_dir))
             report.add("list_files_seen", len(lists))
             progress = Progress("oyez replay", total=len(details))
             for batch in batches(details, BATCH_SIZE):
-                steps.replay_batch(session, batch)
+                steps.replay_batch(session, batch, reparse)
                 progress.step(len(batch))
             progress.close()
         else:
@@ -297,7 +333,7 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
                 log.info("oyez: %d case details to fetch", len(planned))
                 progress = Progress("oyez details", total=len(planned))
                 for batch in batches(planned, BATCH_SIZE):
-                    steps.live_batch(session, fetcher, batch)
+                    steps.live_batch(session, fetcher, batch, reparse)
                     progress.step(len(batch))
                 progress.close()
                 report.add("http_requests", fetcher.stats.requests)

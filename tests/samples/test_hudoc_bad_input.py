@@ -59,8 +59,9 @@ def _known(db_path: Path, itemids) -> None:
     """Metadata rows for bodies the samples hold no metadata record for (Medžlis, Uysal) or test bodies."""
     con = connect(db_path)
     for itemid in itemids:
-        con.execute("INSERT OR IGNORE INTO curated.echr_judgments (itemid, docname, judgment_date, raw_sha256, "
-                    "doctype, updated_at) VALUES (?, 'CASE OF X v. Y', DATE '2017-06-08', ?, 'HEJUD', now())", [itemid, "0" * 64])
+        con.execute("INSERT INTO curated.echr_judgments (itemid, docname, judgment_date, raw_sha256, doctype, updated_at) "
+                    "SELECT $id, 'CASE OF X v. Y', DATE '2017-06-08', $sha, 'HEJUD', now() WHERE NOT EXISTS "
+                    "(SELECT 1 FROM curated.echr_judgments WHERE itemid = $id)", {"id": itemid, "sha": "0" * 64})
     con.close()
 
 

@@ -30,8 +30,10 @@ def _replay(con, samples_dir, guide_dir):
     for itemid, docname, day in (("001-83979", "CASE OF UYSAL AND OSAL v. TURKEY", "2007-12-13"),
                                  ("001-175180", "CASE OF MEDŽLIS ISLAMSKE ZAJEDNICE BRČKO AND OTHERS v. BOSNIA AND "
                                                 "HERZEGOVINA", "2017-06-27")):
-        con.execute("INSERT OR IGNORE INTO curated.echr_judgments (itemid, docname, doctype, judgment_date, raw_sha256, "
-                    "updated_at) VALUES (?, ?, 'HEJUD', CAST(? AS DATE), ?, now())", [itemid, docname, day, "0" * 64])
+        con.execute("INSERT INTO curated.echr_judgments (itemid, docname, doctype, judgment_date, raw_sha256, updated_at) "
+                    "SELECT $id, $name, 'HEJUD', CAST($day AS DATE), $sha, now() WHERE NOT EXISTS "
+                    "(SELECT 1 FROM curated.echr_judgments WHERE itemid = $id)",
+                    {"id": itemid, "name": docname, "day": day, "sha": "0" * 64})
     hudoc.replay_documents(con, archive, 1, files.documents, report)
     sources, french = guides.replay_sources(archive, guide_dir, report)
     guides.store_translations(con, archive, french, report)

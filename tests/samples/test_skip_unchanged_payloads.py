@@ -1,0 +1,125 @@
+"""A payload this parser version already turned into curated rows is not parsed again (issue 29): a re-run on
+the same files parses and gates nothing and still counts what was unchanged. A new parser version or
+--reparse parses again and makes the rows again; a payload whose rows were quarantined, whose batch was
+rejected, or whose rows in curated are no longer the ones it left, is tried again."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from caseforge.config import settings as load_settings
+from caseforge.tasks.hudoc import ingest as hudoc
+from caseforge.tasks.oyez import ingest as oyez
+from caseforge.warehouse import connect
+
+pytestmark = pytest.mark.samples
+
+CASES = ("2015.14-1382.json", "2015.14-181.json", "2015.14-232.json")
+
+
+@pytest.fixture
+def case_dir(samples_dir, tmp_path):
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    for name in CASES:
+        shutil.copy(samples_dir / "oyez" / "cases" / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """Every payload the Oyez parser is handed (its sha256), in order."""
+    seen = []
+    real = oyez.parse_case
+
+    def counting(body, raw_sha256):
+        seen.append(raw_sha256)
+        return real(body, raw_sha256=raw_sha256)
+
+    monkeypatch.setattr(oyez, "parse_case", counting)
+    return seen
+
+
+def _curated(settings, column: str) -> list:
+    con = connect(settings.db_path)
+    try:
+        return con.execute(f"SELECT case_id, {column} FROM curated.scotus_cases ORDER BY case_id").fetchall()
+    finally:
+        con.close()
+
+
+def test_a_rerun_on_the_same_files_parses_and_gates_nothing(case_dir, tmp_path, parses):
+    settings = load_settings(tmp_path / "cf.duckdb")
+    first = oyez.refresh(settings, from_dir=str(case_dir))
+    assert (first.counts["new"], first.counts["parsed"], len(parses)) == (3, 3, 3)
+
+    again = oyez.refresh(settings, from_dir=str(case_dir))
+    assert len(parses) == 3, "the re-run parsed again"
+    counts = again.counts
+    assert (counts["new"], counts["changed"], counts.get("parsed", 0)) == (0, 0, 0), counts
+    assert (counts["unchanged"], counts["payloads_unchanged"]) == (3, 3), counts
+    con = connect(settings.db_path)
+    gates = con.execute("SELECT run_id, count(*) FROM ops.quality_results GROUP BY ALL").fetchall()
+    con.close()
+    assert [run for run, _ in gates] == [first.run_id], "the re-run went through the gate"
+
+
+def test_a_new_parser_version_or_reparse_parses_again_and_its_rows_land(case_dir, tmp_path, parses, monkeypatch):
+    settings = load_settings(tmp_path / "cf.duckdb")
+    oyez.refresh(settings, from_dir=str(case_dir))
+    names = _curated(settings, "name")
+
+    real = oyez.parse_case
+    monkeypatch.setattr(oyez, "PARSER", oyez.PARSER + "-next")
+    monkeypatch.setattr(oyez, "parse_case", lambda body, raw_sha256: {
+        **real(body, raw_sha256=raw_sha256), "name": "renamed by the next parser"})
+    next_version = oyez.refresh(settings, from_dir=str(case_dir))
+    assert next_version.counts["remade"] == 3, next_version.counts
+    assert {name for _, name in _curated(settings, "name")} == {"renamed by the next parser"}
+
+    monkeypatch.setattr(oyez, "parse_case", parses_with := real)  # noqa: F841 - the next version, as it was
+    forced = oyez.refresh(settings, from_dir=str(case_dir), reparse=True)
+    assert (forced.counts["parsed"], forced.counts["remade"]) == (3, 3), forced.counts
+    assert _curated(settings, "name") == names
+    assert oyez.refresh(settings, from_dir=str(case_dir)).counts.get("parsed", 0) == 0
+
+
+def test_a_payload_whose_rows_did_not_all_land_is_tried_again(case_dir, tmp_path, parses):
+    settings = load_settings(tmp_path / "cf.duckdb")
+    bad = case_dir / CASES[0]
+    data = json.loads(bad.read_text())
+    data["name"] = None                                   # the gate quarantines a case without a name
+    bad.write_text(json.dumps(data))
+    first = oyez.refresh(settings, from_dir=str(case_dir))
+    assert (first.counts["new"], first.counts["quarantined"]) == (2, 1), first.counts
+
+    parses.clear()
+    again = oyez.refresh(settings, from_dir=str(case_dir))
+    assert len(parses) == 1 and again.counts["quarantined"] == 1, (parses, again.counts)
+
+    # rows of a loaded payload replaced by something else (here by hand): that payload is parsed again
+    con = connect(settings.db_path)
+    con.execute("UPDATE curated.scotus_cases SET raw_sha256 = 'elsewhere', updated_at = now() "
+                "WHERE case_id = (SELECT max(case_id) FROM curated.scotus_cases)")
+    con.close()
+    parses.clear()
+    third = oyez.refresh(settings, from_dir=str(case_dir))
+    assert len(parses) == 2 and third.counts["changed"] == 1, (parses, third.counts)
+
+
+def test_hudoc_bodies_and_metadata_are_not_parsed_again(samples_dir, tmp_path, monkeypatch):
+    settings = load_settings(tmp_path / "cf.duckdb")
+    parsed = []
+    real = hudoc.parse_document
+    monkeypatch.setattr(hudoc, "parse_document", lambda itemid, *a, **k: parsed.append(itemid) or real(itemid, *a, **k))
+    first = hudoc.refresh(settings, from_dir=str(samples_dir / "hudoc"))
+    assert first.counts["documents_parsed"] >= 1 and parsed
+    parsed.clear()
+    again = hudoc.refresh(settings, from_dir=str(samples_dir / "hudoc"))
+    assert parsed == [], parsed
+    counts = again.counts
+    assert counts.get("documents_parsed", 0) == 0 and counts.get("judgments_loaded", 0) == 0, counts
+    assert counts["paragraphs_unchanged"] == first.counts["paragraphs_loaded"], (first.counts, counts)
+    assert (counts["new"], counts["changed"]) == (0, 0), counts
