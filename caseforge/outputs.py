@@ -2,8 +2,8 @@
 
 One rule for every command that writes a file (docs/sql.md, "Where outputs may go"):
 
-- no output is the warehouse, its WAL, its temp folder, its "writer waiting" file, its Parquet mirror or its
-  run folders, nor lies inside them; an output that replaces a folder as a whole must not hold them either
+- no output is the warehouse, its WAL, its temp folder, its "writer waiting" file, its archive of payload
+  bodies, its Parquet mirror (the link and its generations) or its run folders, nor lies inside them; an output that replaces a folder as a whole must not hold them either
   (`check_output_path`);
 - a folder is replaced as a whole only when it is missing, empty, or holds what caseforge itself wrote there
   (the caller recognises its own kind: a release by its release.json), through a sibling staging folder
@@ -38,13 +38,15 @@ class OutputRefused(ValueError):
 
 def warehouse_files(settings) -> dict[Path, str]:
     """What belongs to the warehouse of `settings` and may never be an output: path -> what it is."""
-    from caseforge.warehouse import writer_waiting_path
+    from caseforge.warehouse import mirror_generations, writer_waiting_path
 
     db = Path(settings.db_path)
     return {db: "the warehouse", db.with_name(db.name + ".wal"): "the warehouse's WAL",
             db.with_name(db.name + ".tmp"): "the warehouse's temp folder",
             writer_waiting_path(db): "the warehouse's \"writer waiting\" file",
+            Path(settings.archive_dir): "the warehouse's archive of payload bodies",
             Path(settings.parquet_dir): "the warehouse's Parquet mirror",
+            mirror_generations(Path(settings.parquet_dir)): "the warehouse's Parquet mirror generations",
             Path(settings.runs_dir): "the warehouse's run folders"}
 
 

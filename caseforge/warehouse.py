@@ -23,6 +23,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.config import SQL_DIR, Settings
+from caseforge.outputs import process_started_at
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +346,6 @@ APPEND_ONLY_STAMPS = {"ops.quality_results": "validated_at", "ops.quarantine": "
 MIRROR_MAX_PARTS = 16
 _STAMP_LOW, _STAMP_HIGH = -(2 ** 62), 2 ** 62      # epoch-µs bounds of the first and the newest part
 _MIRROR_LOCK = threading.Lock()                     # parallel sources of one process mirror one at a time
-_PROCESS_STARTED = time.time()                      # staging older than this belongs to a process that died
 
 
 def mirror_generations(parquet_dir: Path) -> Path:
@@ -357,10 +357,11 @@ def remove_mirror_debris(parquet_dir: Path) -> list[Path]:
     """Remove what a mirror write killed midway left (every staging name starts with '.' and ends with '.tmp')
     that is older than this process, so never the staging of a write still running; returns what went."""
     found = [*mirror_generations(parquet_dir).glob(".*.tmp"), *parquet_dir.parent.glob(f".{parquet_dir.name}.*.tmp")]
+    started = process_started_at()
     removed = []
     for path in found:
         try:
-            if path.lstat().st_mtime >= _PROCESS_STARTED:
+            if path.lstat().st_mtime >= started:
                 continue
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)

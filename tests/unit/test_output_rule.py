@@ -105,17 +105,26 @@ def test_export_into_the_warehouse_folder_is_refused(warehouse, capsys):
     assert warehouse_intact(warehouse)
 
 
-@pytest.mark.parametrize("where", ["mirror", "runs", "inside-mirror", "inside-runs", "warehouse-file"])
+@pytest.mark.parametrize("where", ["mirror", "runs", "inside-mirror", "inside-runs", "warehouse-file", "archive",
+                                   "inside-archive", "mirror-generations"])
 def test_export_into_the_warehouses_own_folders_is_refused(warehouse, capsys, where):
+    from caseforge.warehouse import mirror_generations
+
+    (warehouse.archive_dir / "ab").mkdir(parents=True, exist_ok=True)
+    (warehouse.archive_dir / "ab" / "ab12").write_bytes(b"an archived body")
     out = {"mirror": warehouse.parquet_dir, "runs": warehouse.runs_dir,
            "inside-mirror": warehouse.parquet_dir / "scotus", "inside-runs": warehouse.runs_dir / "nightly-1" / "rel",
-           "warehouse-file": warehouse.db_path}[where]
+           "warehouse-file": warehouse.db_path, "archive": warehouse.archive_dir,
+           "inside-archive": warehouse.archive_dir / "scotus",
+           "mirror-generations": mirror_generations(warehouse.parquet_dir)}[where]
     mirror_before = sorted(p.name for p in warehouse.parquet_dir.rglob("*"))
     assert export(warehouse, out) == 2
     one_line(capsys.readouterr().err)
     assert sorted(p.name for p in warehouse.parquet_dir.rglob("*")) == mirror_before
     assert (warehouse.runs_dir / "nightly-1" / "summary.md").read_text() == "the first night\n"
     assert not (warehouse.parquet_dir / "scotus").exists() and not (warehouse.runs_dir / "nightly-1" / "rel").exists()
+    assert (warehouse.archive_dir / "ab" / "ab12").read_bytes() == b"an archived body"
+    assert sorted(p.name for p in warehouse.archive_dir.iterdir()) == ["ab"]
     assert warehouse_intact(warehouse)
 
 
