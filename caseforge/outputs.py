@@ -87,14 +87,17 @@ def check_output_folders(settings, what: str, **folders: str | Path | None) -> N
 
 
 def process_started_at() -> float:
-    """When this process started (epoch seconds): what is older was left by an earlier one."""
+    """When this process started (epoch seconds): what is older was left by an earlier one.
+
+    From the process's start tick and the system's uptime, both to the hundredth of a second (the boot time
+    /proc/stat gives is whole seconds: a start computed from it could precede the real one by up to a second,
+    and debris a process killed just before this one left would look like this process's own)."""
     try:
         stat = Path("/proc/self/stat").read_text()
         ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
-        return min(_IMPORTED_AT, boot + ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError, StopIteration):
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return min(_IMPORTED_AT, time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
         return _IMPORTED_AT
 
 

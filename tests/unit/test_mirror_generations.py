@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def _fill(con, version: str, paragraphs: int = 3) -> None:
 
 
 def _read(parquet_dir: Path, db: Path) -> tuple:
-    con = open_mirror(find_mirror(db, parquet_dir))
+    con = open_mirror(find_mirror(db, parquet_dir), Path(tempfile.mkdtemp()))
     try:
         return (con.execute("SELECT text FROM curated.barexam_passages").fetchall(),
                 con.execute("SELECT name FROM curated.scotus_legacy").fetchall(),
@@ -129,7 +130,7 @@ def test_only_what_changed_is_written_again(tmp_path):
     assert set(old_parts.items()) < set(new_parts.items()), (old_parts, new_parts)   # old part kept, one added
     assert len(new_parts) == len(old_parts) + 1
 
-    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir))
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
     assert mirror.execute("SELECT itemid, count(*) FROM curated.echr_paragraphs GROUP BY ALL ORDER BY 1").fetchall() \
         == [("001-1", 50), ("001-2", 5)]
     assert mirror.execute("SELECT text FROM curated.barexam_passages").fetchall() == [("v2",)]
@@ -141,7 +142,7 @@ def test_only_what_changed_is_written_again(tmp_path):
     export_curated_parquet(con, settings.parquet_dir)
     third = _files_of(settings.parquet_dir, settings.db_path)
     assert third["curated.barexam_passages"] == second["curated.barexam_passages"]
-    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir))
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
     assert mirror.execute("SELECT itemid, text, count(*) FROM curated.echr_paragraphs GROUP BY ALL ORDER BY 1, 2"
                           ).fetchall() == [("001-1", "v1", 49), ("001-1", "v3", 1), ("001-2", "v2", 5)]
     mirror.close()
