@@ -1,5 +1,6 @@
-"""What archiving one judgment body costs as the archive grows: RawArchive.store (ops.raw_payloads in DuckDB) of
-distinct HUDOC-sized bodies into a fresh warehouse, batch after batch, in one run.
+"""What archiving one judgment body costs as the archive grows: RawArchive.store (a row in ops.raw_payloads, the
+body a file in the warehouse's <db>-archive/ folder) of distinct HUDOC-sized bodies into a fresh warehouse, batch
+after batch, in one run.
 
     .venv/bin/python bench/archive_store.py [--batches 5] [--batch-size 300] [--quick]
 
