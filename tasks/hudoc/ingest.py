@@ -154,8 +154,10 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
     plan = ledger.plan(payloads)
     plan.report_to(report, unchanged="judgments_unchanged")
     rows, problems, failed = [], set(), set()
-    for payload in plan.parse:
-        rows += parse_metadata_payload(con, run_id, payload, record_filter, report, problems)
+    with Progress("hudoc metadata (parse)", total=len(plan.parse), unit="files") as progress:
+        for payload in plan.parse:
+            rows += parse_metadata_payload(con, run_id, payload, record_filter, report, problems)
+            progress.step(1)
     for start in range(0, len(rows), BATCH_SIZE * 5):
         outcome = load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report, remake=bool(plan.remade))
         failed |= outcome.failed_sha256 if outcome is not None else set()
