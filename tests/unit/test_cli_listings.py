@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -137,3 +139,27 @@ def test_read_only_commands_answer_from_the_mirror_while_a_run_holds_the_warehou
             if name in TAKES_DB:
                 assert "answering from its Parquet mirror" in err, (name, err)
             assert out == from_warehouse[name], name
+
+
+HEAVY_MODULES = ("prefect", "great_expectations", "torch", "transformers", "sentence_transformers", "vllm",
+                 "llama_cpp", "datasets")
+IMPORTED_BY_A_COMMAND = """
+import sys
+from caseforge.cli import main
+code = main(sys.argv[1:])
+heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[0].split(",")))
+print("heavy:", ",".join(heavy), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("name", list(LISTINGS))
+def test_read_only_commands_start_without_the_orchestration_validation_or_model_stacks(name, warehouse, tmp_path):
+    """A query costs its query: a read-only command imports neither Prefect, great-expectations nor a model stack
+    (each costs seconds of start-up before any work)."""
+    argv = LISTINGS[name] + (["--db", str(warehouse)] if name in TAKES_DB else [])
+    done = subprocess.run([sys.executable, "-c", IMPORTED_BY_A_COMMAND.replace("sys.argv[0]",
+                                                                                repr(",".join(HEAVY_MODULES))),
+                           *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "heavy:", done.stderr
