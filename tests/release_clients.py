@@ -6,21 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from caseforge.release import validate_croissant
-
-
-def null_typed(arrow_type: pa.DataType) -> bool:
-    """Whether a type is null anywhere inside it (a list of null, a struct with a null member)."""
-    if pa.types.is_null(arrow_type):
-        return True
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return null_typed(arrow_type.value_type)
-    if pa.types.is_struct(arrow_type):
-        return any(null_typed(member.type) for member in arrow_type)
-    return False
+from caseforge.release.writer import null_typed
 
 
 def client_problems(release: Path, cache_dir: Path) -> list[str]:
