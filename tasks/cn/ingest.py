@@ -24,7 +24,6 @@ from caseforge.tasks.cn import curate
 from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials
 from caseforge.tasks.cn.filters import FilterConfig, load_filter_config
 from caseforge.tasks.cn.records import JudgmentRecord, parse_record, read_dump_rows, record_from_dict
-from caseforge.warehouse import run_sql
 
 log = logging.getLogger(__name__)
 

@@ -79,7 +79,7 @@ def test_a_new_parser_version_or_reparse_parses_again_and_its_rows_land(case_dir
     assert next_version.counts["remade"] == 3, next_version.counts
     assert {name for _, name in _curated(settings, "name")} == {"renamed by the next parser"}
 
-    monkeypatch.setattr(oyez, "parse_case", parses_with := real)  # noqa: F841 - the next version, as it was
+    monkeypatch.setattr(oyez, "parse_case", real)    # the next version parses as this one did
     forced = oyez.refresh(settings, from_dir=str(case_dir), reparse=True)
     assert (forced.counts["parsed"], forced.counts["remade"]) == (3, 3), forced.counts
     assert _curated(settings, "name") == names

@@ -89,7 +89,7 @@ def test_a_body_over_the_limit_is_refused_while_it_streams(db_path, monkeypatch)
     with LoopbackUpstreamDouble() as upstream:
         listed = [case(upstream.url, "1-1"), case(upstream.url, "1-2")]
         upstream.routes.update(oyez_upstream(listed, {"/cases/1999/1-2": Route(body=endless)}))
-        report = refresh_against(db_path, upstream)
+        refresh_against(db_path, upstream)
         sent = upstream.sent_bytes["/cases/1999/1-2"]
     assert sent < 48 * 1024 * 1024, sent
     assert table(db_path, "SELECT name FROM curated.scotus_cases") == [("A v. B 1-1",)]
