@@ -171,14 +171,12 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
     return paragraphs, citations
 
 
-def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport,
-               remake: bool = False) -> set[str]:
-    """Gate and load one guide's paragraphs and citations; returns the hashes of guides with a row that did not
-    land."""
+def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> set[str]:
+    """Gate and load one guide's paragraphs and citations (each replaced only where this parse made them
+    otherwise); returns the hashes of guides with a row that did not land."""
     outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
                             "guides/curate_guide_paragraphs.sql", key_column="para_no",
-                            content_column="raw_sha256", change_key=("guide_id", "para_no"),
-                            remake=("guide_id",) if remake else None)
+                            content_column="raw_sha256", change_key=("guide_id", "para_no"))
     outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
                       changes_prefix="guide_paragraphs_")
     failed = set(outcome.failed_sha256)
@@ -213,8 +211,7 @@ def parse_and_load_step(session: RunSession, sources: list[GuideSource], reparse
     with Progress("guides (parse, resolve, gate)", total=len(todo), unit="guides") as progress:
         for source in todo:
             parsed = parse_source(con, session.run_id, source, resolver, report)
-            failed = load_guide(con, session.run_id, *parsed, report, remake=source.payload.sha256 in plan.remade) \
-                if parsed else {source.payload.sha256}
+            failed = load_guide(con, session.run_id, *parsed, report) if parsed else {source.payload.sha256}
             if source.payload.sha256 in failed:
                 ledger.settle(session.run_id, {}, [source.payload])
             else:

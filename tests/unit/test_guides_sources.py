@@ -120,3 +120,28 @@ def test_live_guides_are_fetched_by_id_and_a_failed_one_is_quarantined(tmp_path)
     assert con.execute("SELECT guide_id, para_no, guide_version_date FROM curated.guide_paragraphs").fetchall() == [
         ("guide_art_2_eng", "1", __import__("datetime").date(2023, 8, 31))]
     assert con.execute("SELECT source_key, stage FROM ops.quarantine").fetchall() == [("guide_art_99_eng", "fetch")]
+
+
+def test_a_guide_parsed_again_into_the_same_rows_is_left_as_it_is_and_one_parsed_otherwise_is_replaced(tmp_path):
+    """The guides' parser version includes the resolver's inputs, so a night after new judgments parses every
+    guide again: its paragraphs, the same rows, must not look changed to the builders that read them."""
+    from caseforge.runs import StageReport
+    from caseforge.tasks.guides import ingest
+    from caseforge.warehouse import connect
+
+    con = connect(tmp_path / "w.duckdb")
+    text = (HEADER + "I. General considerations\n1. The Court has held that the State must act (Opuz v. Turkey, "
+            "2009, § 129).\n2. The obligation is one of means and applies to every public authority.\n")
+    rows = parse_guide("guide_art_2_eng", pages_from_text(text.encode()), "a" * 64).rows
+    columns = "para_no, text, updated_at"
+
+    ingest.load_guide(con, 1, rows, [], StageReport("first"))
+    first = con.execute(f"SELECT {columns} FROM curated.guide_paragraphs ORDER BY ordinal").fetchall()
+    ingest.load_guide(con, 2, [dict(row) for row in rows], [], StageReport("same rows again"))
+    assert con.execute(f"SELECT {columns} FROM curated.guide_paragraphs ORDER BY ordinal").fetchall() == first
+
+    otherwise = [dict(row, text=row["text"] + " (as the next parser reads it)") for row in rows[:1]]
+    ingest.load_guide(con, 3, otherwise, [], StageReport("a parser that makes other rows"))
+    [(para_no, replaced_text, updated_at)] = con.execute(
+        f"SELECT {columns} FROM curated.guide_paragraphs").fetchall()
+    assert (para_no, replaced_text) == ("1", otherwise[0]["text"]) and updated_at > first[0][2]
