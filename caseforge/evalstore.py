@@ -47,10 +47,7 @@ def gate_outputs(con: duckdb.DuckDBPyConnection, run_id: int | None, suite: str,
 
     frame = pd.DataFrame({"item_id": [i.item_id for i in checked],
                           **{column: [i.predicted.get(key) for i in checked] for column, key in columns.items()}})
-    result = gate.validate(suite, frame)
-    gate.record(con, run_id, frame, result, key_column="item_id")
-    rejected = {checked[p].item_id: "; ".join(result.failed_rows.get(p, result.batch_reasons))
-                for p in range(len(checked)) if result.batch_rejected or p in result.failed_rows}
+    rejected = gate.rejected_rows(con, run_id, suite, frame, "item_id")
     for item in items:
         if item.item_id in rejected:
             item.status, item.reason = "failed", f"{CONTENT_GATE}: {rejected[item.item_id]}"

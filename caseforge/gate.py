@@ -232,6 +232,16 @@ def gate(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, frame: 
     return result
 
 
+def rejected_rows(con: duckdb.DuckDBPyConnection, run_id: int | None, suite: str, frame: pd.DataFrame,
+                  key_column: str) -> dict:
+    """`gate` for what a model wrote in one pass (`frame`, keyed by `key_column`): the key of every row that did
+    not pass, with its reasons (every row's, when the batch was rejected)."""
+    result = gate(con, run_id, suite, frame, key_column=key_column)
+    keys = list(frame[key_column])
+    return {keys[p]: "; ".join(result.failed_rows.get(p, result.batch_reasons)) for p in range(len(keys))
+            if result.batch_rejected or p in result.failed_rows}
+
+
 def quarantine(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, stage: str, reason: str,
                source_key: str | None = None, raw_sha256: str | None = None, row_data: dict | None = None) -> None:
     """Record an item that never reached the gate (fetch or parse failure)."""

@@ -71,13 +71,10 @@ def gate_answers(con, outputs: list) -> list:
     if not answered:
         return outputs
     frame = pd.DataFrame({"item_id": [o.item_id for o in answered], "answer": [o.answer for o in answered]})
-    result = gate.validate(ANSWERS_SUITE, frame)
-    gate.record(con, None, frame, result, key_column="item_id")
-    for position, output in enumerate(answered):
-        if result.batch_rejected or position in result.failed_rows:
-            output.status = "failed"
-            output.reason = ("rejected by the content gate: "
-                             + "; ".join(result.failed_rows.get(position, result.batch_reasons)))
+    rejected = gate.rejected_rows(con, None, ANSWERS_SUITE, frame, "item_id")
+    for output in answered:
+        if output.item_id in rejected:
+            output.status, output.reason = "failed", f"rejected by the content gate: {rejected[output.item_id]}"
     return outputs
 
 

@@ -152,10 +152,7 @@ def gate_drafts(con, generations: list[Generation], report: StageReport) -> list
         return generations
     frame = pd.DataFrame({"key": [g.key for g in drafts], "task": [g.task for g in drafts],
                           "draft": [g.text for g in drafts]})
-    result = gate.validate(DRAFTS_SUITE, frame)
-    gate.record(con, report.run_id, frame, result, key_column="key")
-    rejected = {drafts[i].key: "; ".join(result.failed_rows.get(i, result.batch_reasons))
-                for i in range(len(drafts)) if result.batch_rejected or i in result.failed_rows}
+    rejected = gate.rejected_rows(con, report.run_id, DRAFTS_SUITE, frame, "key")
     out = []
     for g in generations:
         if g.key in rejected:
@@ -212,15 +209,11 @@ def gate_judge_replies(con, judgements: dict[str, Judgement], report: StageRepor
         return judgements
     keys = list(read)
     frame = pd.DataFrame({"key": keys, "analysis": [read[k].analysis for k in keys]})
-    result = gate.validate(JUDGE_REPLIES_SUITE, frame)
-    gate.record(con, report.run_id, frame, result, key_column="key")
     out = dict(judgements)
-    for i, key in enumerate(keys):
-        if result.batch_rejected or i in result.failed_rows:
-            reasons = "; ".join(result.failed_rows.get(i, result.batch_reasons))
-            out[key] = replace(read[key], scores=(), error=f"judge reply rejected by the content gate: {reasons}")
-            report.add("judge_replies_rejected")
-            report.fail(f"judge {key}: {out[key].error}")
+    for key, reasons in gate.rejected_rows(con, report.run_id, JUDGE_REPLIES_SUITE, frame, "key").items():
+        out[key] = replace(read[key], scores=(), error=f"judge reply rejected by the content gate: {reasons}")
+        report.add("judge_replies_rejected")
+        report.fail(f"judge {key}: {out[key].error}")
     return out
 
 
