@@ -42,6 +42,8 @@ JURY_SIZE = 3
 DEFAULT_MAX_ROUNDS = 2
 QUERIES_PER_ROUND = 2
 SNIPPET_CHARS = 500
+JUROR_SUITE = "case_juror_votes"      # expectations/case_juror_votes.json: what a juror's reasoning must be
+REASONING_REJECTED = "reasoning rejected by the content gate"
 SearchQuery = text(80, min_chars=3)     # a few key legal terms
 QUERY_PARAMS = SamplingParams(temperature=0.0, max_tokens=200)
 JUROR_PARAMS = SamplingParams(temperature=0.0, max_tokens=400)
@@ -115,8 +117,10 @@ def no_verdict_reason(votes: list[Vote]) -> str:
     unanswered = [v for v in votes if not v.answered]
     if votes and len(unanswered) == len(votes):
         return f"no juror answered: all {len(votes)} juror calls failed ({unanswered[0].reason})"
-    return "no juror stated a valid option" + (f" ({len(unanswered)} of {len(votes)} juror calls failed)"
-                                               if unanswered else "")
+    rejected = [v for v in votes if v.answered and (v.reason or "").startswith(REASONING_REJECTED)]
+    notes = ([f"{len(unanswered)} of {len(votes)} juror calls failed"] if unanswered else []) + \
+        ([f"{len(rejected)} of {len(votes)} votes' {REASONING_REJECTED}"] if rejected else [])
+    return "no juror stated a valid option" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def tally(votes: list[Vote], labels: list[str]) -> JuryVerdict:
@@ -188,6 +192,20 @@ def run_advocates(con, backend, problems: list[Problem], retriever: Retriever, k
     return {key: best(key) for key in keys}
 
 
+def gate_juror_reasoning(con, run_id: int | None, outputs: dict[str, JurorVote]) -> dict[str, str]:
+    """The jurors (request keys) whose reasoning breaks a content rule (expectations/case_juror_votes.json: too few
+    words, a phrase or character repeated, the prompt written back), with the rules; the rows are quarantined."""
+    if not outputs:
+        return {}
+    import pandas as pd
+
+    from caseforge import gate
+
+    keys = sorted(outputs)
+    frame = pd.DataFrame({"key": keys, "reasoning": [outputs[k].reasoning for k in keys]})
+    return gate.rejected_rows(con, run_id, JUROR_SUITE, frame, "key")
+
+
 def run_jury(con, backend, problems: list[Problem], evidence: dict[tuple[str, str], list[Snippet]], seed: int,
              report: StageReport, step_prefix: str = "case") -> dict[str, tuple[JuryVerdict, list[Vote]]]:
     requests, jury = [], {}
@@ -209,6 +227,8 @@ def run_jury(con, backend, problems: list[Problem], evidence: dict[tuple[str, st
             requests.append(request)
     result = run_job(con, f"{step_prefix}-juror", backend, requests, JurorVote)
     report.add("juror_failed", len(result.failures))
+    rejected = gate_juror_reasoning(con, report.run_id, result.outputs)
+    report.add("juror_reasoning_rejected", len(rejected))
     verdicts = {}
     for problem in problems:
         labels = [h.label for h in problem.hypotheses]
@@ -218,6 +238,9 @@ def run_jury(con, backend, problems: list[Problem], evidence: dict[tuple[str, st
             out = result.outputs.get(key)
             if out is None:
                 votes.append(Vote(persona, None, 0.0, result.failures[key].reason, answered=False))
+                continue
+            if key in rejected:                  # a vote is only as good as the reasoning behind it: not counted
+                votes.append(Vote(persona, None, 0.0, f"{REASONING_REJECTED}: {rejected[key]}"))
                 continue
             choice = parse_answer(out.answer)
             confidence = min(1.0, max(0.0, out.confidence)) if math.isfinite(out.confidence) else 0.0

@@ -80,3 +80,55 @@ def test_juror_evidence_is_cut_until_the_prompt_fits_the_context_window(tmp_path
     assert report.counts["juror_evidence_cut_to_fit"] == 3 and len(backend.sizes) == 3
     assert all(size + 400 <= WindowedDouble.context_window for size in backend.sizes)   # JUROR_PARAMS max_tokens
     assert len(long_text) > SNIPPET_CHARS
+
+
+def test_a_juror_whose_reasoning_is_degenerate_is_not_counted_and_a_jury_of_them_gives_no_verdict(tmp_path):
+    """A vote is only as good as the reasoning behind it: a juror who writes ". . . . ." or one word over and over
+    casts no vote (quarantined with the rule it broke); a jury that only wrote such reasoning gives no verdict."""
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from legal_doubles import ScriptedLegalBackendDouble
+
+    from caseforge.runs import StageReport
+    from caseforge.tasks.case.method import Hypothesis, Problem, Snippet, run_jury
+    from caseforge.warehouse import connect
+
+    class DegenerateJurorsDouble(ScriptedLegalBackendDouble):
+        """Test double of a backend whose jurors named in `degenerate` write degenerate reasoning."""
+
+        def __init__(self, degenerate: set[str]):
+            super().__init__()
+            self.degenerate = degenerate
+
+        def _juror(self, system, user):
+            reply = json.loads(super()._juror(system, user))
+            if any(PERSONAS[persona].split(".")[0] in system for persona in self.degenerate):
+                reply["reasoning"] = "option option option option option option option option"
+            return json.dumps(reply)
+
+    problem = Problem("q1", "Which rule applies to a contract made by a minor?",
+                      [Hypothesis(label, f"Option text {label} about minors and contracts") for label in "ABCD"])
+    evidence = {("q1", label): [Snippet(f"p{label}", f"minors and contracts {label}", 1.0)] for label in "ABCD"}
+    jury = sample_jury(7, "q1")
+
+    con = connect(tmp_path / "w.duckdb")
+    report = StageReport("jury", run_id=1)
+    verdict, votes = run_jury(con, DegenerateJurorsDouble({jury[0]}), [problem], evidence, 7, report)["q1"]
+    assert verdict.choice in LABELS and sum(verdict.counts.values()) == 2, verdict
+    [dropped] = [v for v in votes if v.persona == jury[0]]
+    assert dropped.choice is None and dropped.reason.startswith("reasoning rejected by the content gate: "), dropped
+    assert "expect_column_values_to_not_repeat_one_token" in dropped.reason, dropped.reason
+    assert report.counts["juror_reasoning_rejected"] == 1
+    assert con.execute("SELECT source_key FROM ops.quarantine WHERE table_name = 'case_juror_votes'").fetchall() == [
+        (f"q1|{jury[0]}",)]
+
+    report = StageReport("jury", run_id=2)
+    verdict, votes = run_jury(connect(tmp_path / "w2.duckdb"), DegenerateJurorsDouble(set(jury)), [problem], evidence,
+                              7, report)["q1"]
+    assert verdict.choice is None
+    from caseforge.tasks.case.method import no_verdict_reason
+    assert no_verdict_reason(votes) == ("no juror stated a valid option (3 of 3 votes' reasoning rejected by the "
+                                        "content gate)")
