@@ -64,12 +64,13 @@ class PrefectServer:
         self.processes.append(process)
         return process
 
-    def stop_process(self, process: subprocess.Popen) -> None:
-        """Stop one process this server started (and its process group) before the session ends."""
+    def stop_process(self, process: subprocess.Popen, grace_s: float = 5) -> None:
+        """Stop one process this server started (and its process group) before the session ends: SIGTERM, then
+        SIGKILL after `grace_s` (an idle Prefect worker can take 20 s and more to act on SIGTERM)."""
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
             try:
-                process.wait(timeout=20)
+                process.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
