@@ -217,6 +217,7 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
         conclusion=_clean(ctx.case(p[0]["case_id"])["conclusion"])) for p in detected], out.SameCaseResolution)
 
     dropped: dict[str, str] = {}
+    decided_by: dict[str, str] = {}          # claim_id dropped (or added) -> the pair whose decision did it
     added: list[dict] = []
     rows = []
     for p in pairs:
@@ -253,6 +254,8 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
                         row["corrected_claim"] = corrected
                         added.append({"claim_id": f"{a['claim_id']}+m", "case_id": int(a["case_id"]),
                                       "claim": corrected, "origin": "merged_correction"})
+                        decided_by[f"{a['claim_id']}+m"] = row["pair_id"]
+                decided_by.update({c["claim_id"]: row["pair_id"] for c in (a, b) if c["claim_id"] in dropped})
         rows.append(row)
     for p in pairs:
         a, b = p
@@ -269,9 +272,24 @@ def resolve_same_case(ctx: BuildContext, claims: pd.DataFrame) -> pd.DataFrame:
                 if a["claim_id"] not in dropped and b["claim_id"] not in dropped:
                     worse = b if verdict.better == 1 else a
                     dropped[worse["claim_id"]] = f"redundant with {key}: claim{verdict.better} better written"
+                    decided_by[worse["claim_id"]] = row["pair_id"]
                     row["applied"] = True
         rows.append(row)
-    _load(ctx, "same_case_pairs", pd.DataFrame(rows), "pair_id")
+    passed = _load(ctx, "same_case_pairs", pd.DataFrame(rows), "pair_id")
+    rejected = {row["pair_id"] for row in rows} - set(passed["pair_id"])
+    for row in rows:
+        if row["pair_id"] in rejected and row["applied"] and row["resolution"] != "llm_failed":
+            # a decision is only as good as the reasoning behind it: the gate quarantined this one's, so it does
+            # not stand; a contradiction it was to resolve stays unresolved, and both its claims leave
+            undone = {claim_id for claim_id, pair_id in decided_by.items() if pair_id == row["pair_id"]}
+            for claim_id in undone:
+                dropped.pop(claim_id, None)
+            added = [claim for claim in added if claim["claim_id"] not in undone]
+            if row["kind"] == "contradiction":
+                for claim_id in (row["claim_id_1"], row["claim_id_2"]):
+                    dropped.setdefault(claim_id, f"unresolved same-case contradiction {row['pair_id']}: its "
+                                                 "resolution was rejected by the content gate")
+            ctx.report.add("same_case.decisions_rejected")
     for claim_id, reason in sorted(dropped.items()):
         ctx.report.add("same_case.removed")
         log.debug("dropped %s: %s", claim_id, reason)

@@ -251,3 +251,39 @@ def test_audit_command_against_the_warehouse(db, tmp_path, capsys):
         ("Brown v. Board of Education of Topeka", "Plessy v. Ferguson", "1954-05-17", "1896-05-18")]
     assert {u["case_name"] for u in report["unmatched_case_names"]} == {
         "Roe v. Wade", "Dobbs v. Jackson Women's Health Organization"}
+
+
+def test_a_same_case_decision_whose_reasoning_the_gate_rejects_does_not_stand(db):
+    """The resolution of a contradiction and the verdict of a redundancy are decisions about claims: when the content
+    gate quarantines the reasoning behind one, it is not applied. The contradiction stays unresolved (both claims
+    leave, as when its resolution failed) and its merged correction is not added; the redundant pair keeps both."""
+    from casefacts_double import MERGED_CORRECTION, REDUNDANT, SAME_CASE_CONTRADICTIONS, ScriptedLegalBackendDouble
+
+    from caseforge.tasks.casefacts.embed import get_embedder
+
+    class DegenerateSameCaseReasonsDouble(ScriptedLegalBackendDouble):
+        """Test double: the scripted answers, with the reasoning of the same-case resolution and of the verdict
+        that finds a redundancy one word over and over."""
+
+        def answer(self, template, user):
+            reply = super().answer(template, user)
+            if template.endswith("same_case_resolution.j2") or reply.get("redundant"):
+                reply["reason"] = "claim claim claim claim claim claim claim claim"
+            return reply
+
+    con = connect(db)
+    config = BuildConfig(**DEMO_CONFIG)
+    report = StageReport("casefacts (degenerate same-case reasons)")
+    backends = {"generator": DegenerateSameCaseReasonsDouble(config.generator_model),
+                "validator": DegenerateSameCaseReasonsDouble(config.validator_model)}
+    pipeline.run_pipeline(pipeline.BuildContext(con, None, report, config, backends, get_embedder(config.embedder)))
+
+    kept = {claim for (claim,) in con.execute("SELECT claim FROM build.casefacts_kept_claims").fetchall()}
+    [contradicting], [redundant] = SAME_CASE_CONTRADICTIONS, REDUNDANT
+    assert not kept & contradicting and MERGED_CORRECTION not in kept
+    assert redundant <= kept
+    assert con.execute("SELECT count(*) FROM build.casefacts_same_case_pairs WHERE applied").fetchone() == (0,)
+    assert report.counts["same_case.decisions_rejected"] == 2
+    reasons = [r for (r,) in con.execute("SELECT reason FROM ops.quarantine WHERE table_name = "
+                                         "'casefacts_same_case_pairs'").fetchall()]
+    assert len(reasons) == 2 and all("expect_column_values_to_not_repeat_one_token on reason" in r for r in reasons)
