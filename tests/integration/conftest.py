@@ -81,13 +81,14 @@ class PrefectServer:
         path = self.home / f"{name}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 5) -> None:
+        """Stop the server and every process started through it: SIGTERM, then SIGKILL after `grace_s`."""
         for process in reversed(self.processes):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in reversed(self.processes):
             try:
-                process.wait(timeout=20)
+                process.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
