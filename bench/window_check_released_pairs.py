@@ -6,15 +6,13 @@ calibration on real data, not a reproduction of 0.70–0.95 / 0.80–0.97.)
 
     .venv/bin/python bench/window_check_released_pairs.py [SAMPLES_DIR] [--quick]
 
---quick: the first 10 pairs of each file, embedded by a hashed bag-of-words double instead of the model (CI checks
-that the bench still runs; its windows mean nothing).
+--quick: the first 10 pairs of each file, embedded by the model-free hashing embedder (`--embedder hashing` of
+CaseFacts) instead of the model (CI checks that the bench still runs; its windows mean nothing).
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
-import re
 import time
 from pathlib import Path
 
@@ -22,21 +20,8 @@ import numpy as np
 
 from caseforge.config import settings
 from caseforge.tasks.casefacts.calibration import calibrate_window
+from caseforge.tasks.casefacts.embed import HashingEmbedder
 from caseforge.embeddings import SentenceTransformerEmbedder
-
-
-class HashedWordsEmbedderDouble:
-    """Test double for the sentence-transformer (--quick): hashed bag of lower-cased words, unit rows."""
-
-    name = "hashed-words-double"
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), 256), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]{3,}", text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1, norms)
 
 
 def main(samples: Path, pairs: int | None, embedder) -> None:
@@ -56,7 +41,7 @@ def main(samples: Path, pairs: int | None, embedder) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", nargs="?", type=Path, default=None)
-    parser.add_argument("--quick", action="store_true", help="the first 10 pairs of each file, a double for the model")
+    parser.add_argument("--quick", action="store_true", help="the first 10 pairs of each file, the hashing embedder instead of the model")
     args = parser.parse_args()
     main(args.samples or settings().samples_dir, 10 if args.quick else None,
-         HashedWordsEmbedderDouble() if args.quick else SentenceTransformerEmbedder())
+         HashingEmbedder() if args.quick else SentenceTransformerEmbedder())
