@@ -123,7 +123,9 @@ class Progress:
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """The final line: "done in ..."; after `failed` work, where it stopped. A process told to stop writes
+        none (its one line is the command's)."""
         if self._closed:
             return
         self._closed = True
@@ -133,13 +135,14 @@ class Progress:
             self._bar.set_postfix_str(self._postfix(now), refresh=False)
             self._bar.close()
             self._release_bar()
-        self._emit(now, final=True)
+        if stop_requested() is None:
+            self._emit(now, final=True, failed=failed)
 
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(failed=exc_type is not None)
 
     # --- a line while nothing finishes ---
 
@@ -187,7 +190,7 @@ class Progress:
         parts += [f"{name.replace('_', ' ')} {value:,}" for name, value in sorted(self.counters.items())]
         return ", ".join(parts)
 
-    def line(self, now: float, start: bool = False, final: bool = False) -> str:
+    def line(self, now: float, start: bool = False, final: bool = False, failed: bool = False) -> str:
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
         if start:
@@ -199,16 +202,18 @@ class Progress:
         else:
             head = f"{self.label}: {self.done} {self.unit} done at {rate:.1f}/s"
         extra = [] if start else [self._postfix(now)]
-        if final:
+        if final and failed:
+            extra.append(f"failed after {_duration(elapsed)}")
+        elif final:
             extra.append(f"done in {_duration(elapsed)}")
         elif not start and self.total:
             eta = (self.total - self.done) / rate if rate > 0 else float("inf")
             extra.append(f"ETA {_duration(eta)}")
         return ", ".join([head, *[e for e in extra if e]])
 
-    def _emit(self, now: float, start: bool = False, final: bool = False) -> None:
+    def _emit(self, now: float, start: bool = False, final: bool = False, failed: bool = False) -> None:
         periodic = not (start or final)
-        log.info("%s", self.line(now, start, final), extra={"progress_on_bar": periodic and self._bar is not None})
+        log.info("%s", self.line(now, start, final, failed), extra={"progress_on_bar": periodic and self._bar is not None})
 
     def _open_bar(self):
         if not bars_wanted():

@@ -255,28 +255,33 @@ def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "
     """Each dump file: archived, then, unless this parser loaded all of it before, its records parsed, gated and
     loaded in batches; a dump whose every record landed is recorded as loaded, any other is read again next run."""
     ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
-    report = session.report
     progress = Progress("cn dumps", total=len(paths), unit="files")
     for path in paths:
+        load_dump(session, ledger, steps, directory, path, coverage)
         progress.step(1)
-        too_big = size_problem(SOURCE, "dump", path.stat().st_size)
-        if too_big:
-            key = f"file/{path.relative_to(directory).as_posix()}"
-            quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
-            continue
-        payload = archive_file(session.archive, directory, path)
-        report.add("files")
-        plan = ledger.plan([payload])
-        plan.report_to(report)
-        if not plan.parse:
-            continue
-        failed: set[str] = set()
-        items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report, failed)]
-        report.add("records", len(items))
-        for batch in batches(items, BATCH_SIZE):
-            failed |= steps.dump_batch(session, batch, bool(plan.remade), coverage)
-        ledger.settle(session.run_id, {} if failed else {payload: len(items)}, [payload] if failed else [])
     progress.close()
+
+
+def load_dump(session: RunSession, ledger: ParsedPayloads, steps: "Steps", directory: Path, path: Path,
+              coverage: SectionCoverage | None) -> None:
+    report = session.report
+    too_big = size_problem(SOURCE, "dump", path.stat().st_size)
+    if too_big:
+        key = f"file/{path.relative_to(directory).as_posix()}"
+        quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
+        return
+    payload = archive_file(session.archive, directory, path)
+    report.add("files")
+    plan = ledger.plan([payload])
+    plan.report_to(report)
+    if not plan.parse:
+        return
+    failed: set[str] = set()
+    items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report, failed)]
+    report.add("records", len(items))
+    for batch in batches(items, BATCH_SIZE):
+        failed |= steps.dump_batch(session, batch, bool(plan.remade), coverage)
+    ledger.settle(session.run_id, {} if failed else {payload: len(items)}, [payload] if failed else [])
 
 
 def filters_step(session: RunSession, config: FilterConfig) -> list[dict]:

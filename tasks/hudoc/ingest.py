@@ -140,14 +140,15 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
     items = []
     progress = Progress("hudoc metadata files", total=len(paths), unit="files")
     for path in paths:
-        progress.step(1)
         too_big = size_problem(SOURCE, "metadata", path.stat().st_size)
         if too_big:
             quarantine_problem(con, run_id, "echr_judgments", ParseProblem(f"file/metadata/{path.name}", too_big),
                                report, "hudoc", counter="metadata_quarantined")
-            continue
-        items.append((f"file/metadata/{path.name}", path.read_bytes(), path.resolve().as_uri(), "application/json"))
-        report.add("metadata_files")
+        else:
+            items.append((f"file/metadata/{path.name}", path.read_bytes(), path.resolve().as_uri(),
+                          "application/json"))
+            report.add("metadata_files")
+        progress.step(1)           # after the read: a stop that came while it blocked ends the run here
     progress.close()
     payloads = [payload for payload, _ in archive.store_many(SOURCE, items)]
     ledger = ParsedPayloads(con, SOURCE, metadata_parser(record_filter), "echr_judgments", reparse)
@@ -299,11 +300,11 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
         rows: list[dict] = []
         problems: set[str] = set()
         for itemid, payload in payloads.items():
-            progress.step(1)
             parsed = parse_body(con, run_id, itemid, payload, report, doctypes)
             if parsed is None:
                 problems.add(payload.sha256)
             rows += parsed or []
+            progress.step(1)
         remade = {p.sha256 for p in payloads.values()} & plan.remade
         outcome = load_paragraphs(con, run_id, rows, report, remake=bool(remade))
         ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, problems)

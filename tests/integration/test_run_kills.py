@@ -42,6 +42,7 @@ SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143), "SI
 COMMANDS = ("ingest", "builder", "nightly")
 REACH_THE_PIPE_S = 240           # nine cold starts of Prefect at once on a busy 2-core machine
 STOPPED_WITHIN_S = 60
+HANDLER_RUNS_WITHIN_S = 2        # well under the 10 s a stopped command waits for its threads
 
 
 @dataclass
@@ -208,8 +209,12 @@ def stopped(shared_server_cli_env, tmp_path_factory) -> dict:
             one.wait_for_the_pipe(deadline)
             one.signal(SIGNALS.get(how, (signal.SIGTERM,))[0])
             if (command, how) == ("nightly", "SIGINT"):
-                one.release()        # its source, in another thread, goes on to its next step and stops there;
-                #                      the nightly stopped by SIGTERM leaves that thread stuck: the command leaves it
+                # its source, in another thread, goes on to its next step and stops there; the nightly stopped
+                # by SIGTERM leaves that thread stuck: the command leaves it. Released only once the main
+                # thread has had time to run the signal's handler: woken first, the source thread would finish
+                # its step (truthfully "done") before the process knew of the signal.
+                time.sleep(HANDLER_RUNS_WITHIN_S)
+                one.release()
         killed = [one for (_, how), one in held.items() if how == "SIGKILL"]
         reruns = []
         for one in killed:                    # run again at once, while the others wind down

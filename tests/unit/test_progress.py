@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import logging
+import signal
+
+import pytest
 
 from caseforge.progress import Progress, TerminalFilter, show_caseforge_logs
+from caseforge.runs import RunStopped, forget_stop, request_stop
 
 
 class Clock:
@@ -47,6 +51,35 @@ def test_unknown_total_counts_pages_and_windows(caplog, monkeypatch):
             progress.step(2)
     assert _messages(caplog)[-1].startswith("hudoc metadata pages: 2 pages done at ")
     assert "windows 1" in _messages(caplog)[-1]
+
+
+def test_work_that_raised_is_not_said_to_be_done(caplog, monkeypatch):
+    monkeypatch.setenv("CASEFORGE_PROGRESS", "plain")
+    clock = Clock()
+    with caplog.at_level(logging.INFO, logger="caseforge.progress"):
+        with pytest.raises(ValueError):
+            with Progress("cn dumps", total=3, unit="files", clock=clock) as progress:
+                progress.step(1)
+                clock.now += 2
+                raise ValueError("a dump that would not read")
+    assert _messages(caplog)[-1] == "cn dumps: 1/3 (33%) at 0.5/s, failed after 2s"
+
+
+def test_a_process_told_to_stop_writes_no_final_line(caplog, monkeypatch):
+    """The stopped command's one line is its own ("caseforge: interrupted by ..."): a loop that finished the read
+    it was blocked in when the signal came says nothing more, and its next step stops it."""
+    monkeypatch.setenv("CASEFORGE_PROGRESS", "plain")
+    with caplog.at_level(logging.INFO, logger="caseforge.progress"):
+        progress = Progress("hudoc metadata files", total=2, unit="files")
+        progress.step(1)
+        request_stop(signal.SIGINT)
+        try:
+            with pytest.raises(RunStopped):
+                progress.step(1)
+            progress.close()
+        finally:
+            forget_stop()
+    assert _messages(caplog) == ["hudoc metadata files: 0/2 files, started"]
 
 
 class FakeTTY(io.StringIO):
