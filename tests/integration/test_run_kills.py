@@ -43,6 +43,7 @@ COMMANDS = ("ingest", "builder", "nightly")
 REACH_THE_PIPE_S = 240           # nine cold starts of Prefect at once on a busy 2-core machine
 STOPPED_WITHIN_S = 60
 HANDLER_RUNS_WITHIN_S = 2        # well under the 10 s a stopped command waits for its threads
+READER_IN_ITS_READ_S = 2
 
 
 @dataclass
@@ -63,7 +64,7 @@ class Held:
     stopped_after_s: float | None = None
     rerun: subprocess.CompletedProcess | None = None
     notes: list[str] = field(default_factory=list)
-    program: list[str] = field(default_factory=lambda: [sys.executable, "-m", "caseforge"])
+    program: list[str] = field(default_factory=lambda: [sys.executable, "-c", CASEFORGE])
 
     @property
     def stderr_path(self) -> Path:
@@ -99,9 +100,12 @@ class Held:
             self.exit_code = self.process.wait(timeout=max(1.0, self.signalled_at + STOPPED_WITHIN_S - time.monotonic()))
             self.stopped_after_s = time.monotonic() - self.signalled_at
         except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGUSR1)       # its threads' stacks to its stderr, then SIGKILL
+            time.sleep(2)
             self.process.kill()
             self.exit_code = self.process.wait(timeout=30)
-            self.notes.append(f"still running {STOPPED_WITHIN_S} s after the signal (killed)")
+            self.notes.append(f"still running {STOPPED_WITHIN_S} s after the signal (killed; stacks in "
+                              f"{self.stderr_path})")
         finally:
             self.release()
 
@@ -147,13 +151,24 @@ def held_command(command: str, folder: Path) -> Held:
                  "--db", str(db), "--release-dir", str(folder / "releases")], db, pipe, EMPTY_PAGE, folder)
 
 
-PREFECT_CANCELS = """
+STACKS_ON_SIGUSR1 = """
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1, all_threads=True)     # where a command that does not stop is stuck
+"""
+
+CASEFORGE = STACKS_ON_SIGUSR1 + """
+import sys
+from caseforge.cli import main
+sys.exit(main())        # no argv: as the `caseforge` command itself (it leaves when stuck)
+"""
+
+PREFECT_CANCELS = STACKS_ON_SIGUSR1 + """
 import sys
 from prefect._internal import control_listener
 
 control_listener.get_intent = lambda: "cancel"    # as when Prefect's runner announced a cancellation
 from caseforge.cli import main
-sys.exit(main(sys.argv[1:]))
+sys.exit(main())
 """
 
 SIGTERM_IN_A_FINALISER = """
@@ -205,8 +220,14 @@ def stopped(shared_server_cli_env, tmp_path_factory) -> dict:
         for one in held.values():
             one.start(env)
         deadline = time.monotonic() + REACH_THE_PIPE_S
-        for (command, how), one in held.items():
+        for one in held.values():
             one.wait_for_the_pipe(deadline)
+        # Each reader's open() of its pipe returned when the write end opened; it then blocks in read(). Python
+        # runs a signal's handler at its next bytecode, or when a blocking call is interrupted: a signal landing
+        # between that open() and that read() would wait for the read to end (never, here). Signalled once every
+        # reader is in its read.
+        time.sleep(READER_IN_ITS_READ_S)
+        for (command, how), one in held.items():
             one.signal(SIGNALS.get(how, (signal.SIGTERM,))[0])
             if (command, how) == ("nightly", "SIGINT"):
                 # its source, in another thread, goes on to its next step and stops there; the nightly stopped
