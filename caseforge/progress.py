@@ -213,7 +213,8 @@ class Progress:
 
     def _emit(self, now: float, start: bool = False, final: bool = False, failed: bool = False) -> None:
         periodic = not (start or final)
-        log.info("%s", self.line(now, start, final, failed), extra={"progress_on_bar": periodic and self._bar is not None})
+        log.info("%s", self.line(now, start, final, failed),
+                 extra={"progress_on_bar": periodic and self._bar is not None})
 
     def _open_bar(self):
         if not bars_wanted():
