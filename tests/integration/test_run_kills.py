@@ -3,7 +3,8 @@ SIGTERM (a scheduler, a container stop) or SIGKILL, then read back from ops.runs
 
 Each command is held part-way on a named pipe (FIFO) among its input files: the process blocks reading it
 after it has opened its run and done some work, which makes the moment of the signal deterministic without
-any hook in the code. The test sees the process waiting (it can open the pipe's write end) and then signals it.
+any hook in the code. The test sees the process waiting (it can open the pipe's write end) and, once it blocks
+in its read, signals it.
 
 - SIGINT / SIGTERM: the process ends promptly, exit 130 / 143, with one line on stderr; its run and every run
   and stage it had not finished are `interrupted` (never `succeeded`), in ops.runs, in `caseforge status` and,
