@@ -9,6 +9,10 @@ as expectations (caseforge.text_expectations, rules in expectations/*.json), and
 
 Tokens: a word of an alphabetic script (letters and digits), or one CJK character, since Chinese is written
 without spaces. A word counts as a word only when it holds a letter (a CJK character is a letter).
+
+Legal text cites, and citations are digits and punctuation in forms each jurisdiction fixes: "(Giuliani and Gaggio
+v. Italy [GC], no. 23458/02, §§ 174-75, ECHR 2011)", "Roe v. Wade, 410 U.S. 113, 153 (1973)", "Id. at 5",
+"（2019）京01民终1234号". The letters check leaves recognised citations out beside prose (CITATION).
 """
 from __future__ import annotations
 
@@ -38,11 +42,45 @@ def enough_words(text: str, min_words: int) -> bool:
     return sum(_has_letter(t) for t in tokens(text)) >= min_words
 
 
-def mostly_letters(text: str, min_share: float) -> bool:
-    """Letters are at least `min_share` of the characters that are not spaces (digits, punctuation and
-    symbols are the rest)."""
+# The numbered parts of citations, as the courts write them. A reporter's pinpoints and year belong to it;
+# a pinpoint stops before the next reporter ("348 N.C. 510, 524, 501 S.E.2d 57" is two).
+_YEAR_NOTE = r"\([^()]{0,40}?\d{4}\)"                                     # (1973), (2d Cir. 1990), (Mo. banc 1993)
+_PINPOINT = r"(?:at\s+)?(?:pp?\.\s*)?[*¶§]*\s*\d{1,5}(?:[-–]\d{1,5})?(?:\s*n\.\s*\d+)?(?![\d.]|\s+[A-Z])"
+_REPORTER_NAME = r"(?:[A-Z][A-Za-z]{0,7}\.?\s?){1,4}"                         # U.S., S. Ct., F.3d, N.Y.S.2d, All ER
+CITATION = re.compile("|".join(f"(?:{part})" for part in (
+    # a reporter: volume, name, (series), page, pinpoints, year: 410 U.S. 113, 153 (1973); 5 F.3d 789; 2010 WL 42726
+    rf"\b\d{{1,4}}\s+{_REPORTER_NAME}(?:\d?[a-z]{{1,2}}\.?\s?)?(?:,\s*)?(?:at\s+(?:pp?\.\s*)?\*?)?"
+    rf"(?:\d{{1,7}}|_{{3,}}|–{{4}})\b(?:\s*,\s*{_PINPOINT})*(?:\s*{_YEAR_NOTE})?",
+    rf"\[\d{{4}}\]\s+(?:\d{{1,4}}\s+)?{_REPORTER_NAME}\d{{1,5}}(?:\s*,\s*{_PINPOINT})*",   # [1970] 2 All ER 664
+    rf"\b(?:Id|id|Ibid|ibid)\.,?\s+at\s+{_PINPOINT}(?:\s*,\s*{_PINPOINT})*",                # Id. at 5
+    r"\b(?:[A-Z][A-Za-z]{0,6}\.){2,}\s+\d[\w:()–-]*",                                      # N.J.S.A. 2A:84A–20
+    r"\bnos?\.\s?\d+/\d+(?:(?:\s*,\s*|\s+and\s+)\d+/\d+)*",                              # no. 12345/06
+    r"(?:§§?|¶¶?)\s*\d+[\w.()]*(?:\s*(?:[-–]|,|and|&)\s*\d+[\w.()]*)*",                      # § 146, §§ 45-47
+    r"\bpp?\.\s*\d+(?:[-–]\d+)?|\bparas?\.\s*\d+(?:[-–]\d+)?",                              # p. 5, pp. 302–03
+    r"\bECHR\s+\d{4}(?:-[IVXL]+)?|\b\d{4}-[IVXL]+\b|\bSeries\s+A\s+no\.\s*\d+",            # ECHR 2005-VII
+    _YEAR_NOTE,
+    r"[（(〔]\d{4}[）)〕][^\s，。；、（）()]{0,20}?\d+号",                                       # （2019）京01民终1234号
+)))
+
+
+def _letter_share(text: str) -> float | None:
     visible = [c for c in text if not c.isspace()]
-    return not visible or sum(c.isalpha() for c in visible) >= min_share * len(visible)
+    return sum(c.isalpha() for c in visible) / len(visible) if visible else None
+
+
+def mostly_letters(text: str, min_share: float) -> bool:
+    """Letters are at least `min_share` of the characters that are not spaces (digits, punctuation and symbols
+    are the rest), either of all of them or of those outside the text's citations (CITATION) when the
+    citations stand beside prose: more words outside them than citations. A list of citations is judged whole,
+    as digits ("The applicant, no. 1/06, no. 2/06, …" is no prose with a citation)."""
+    share = _letter_share(text)
+    if share is None or share >= min_share:
+        return True
+    outside, cited = CITATION.subn(" ", text)
+    if not cited or sum(_has_letter(t) for t in tokens(outside)) <= cited:
+        return False
+    rest = _letter_share(outside)
+    return rest is not None and rest >= min_share
 
 
 def no_dominant_token(text: str, max_share: float, min_tokens: int) -> bool:
