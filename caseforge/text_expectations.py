@@ -7,6 +7,7 @@ reason. Importing this module registers them (it imports great_expectations: the
     expect_column_values_to_not_repeat_one_token     max_share, min_tokens
     expect_column_values_to_not_repeat_ngrams        n, max_share, min_ngrams
     expect_column_values_to_not_run_one_character    max_run
+    expect_column_values_to_not_contain_bracket_markup (none)
     expect_column_values_to_not_echo_prompt          templates (globs under prompts/), n
     expect_column_pair_values_to_not_leak_answer     column_A (question), column_B (answer), max_words_after,
                                                      max_shared_tokens
@@ -84,6 +85,13 @@ class ExpectColumnValuesToNotRunOneCharacter(ColumnMapExpectation):
     max_run: int
     map_metric = _column_metric("no_character_run", textchecks.no_character_run, ("max_run",))
     success_keys = ("max_run", "mostly")
+
+
+class ExpectColumnValuesToNotContainBracketMarkup(ColumnMapExpectation):
+    """Square brackets only as citations and quotations use them ("[GC]", "[T]he", "[4]"), not a chat template's
+    tokens, a list, JSON or markdown: textchecks.no_bracket_markup."""
+    map_metric = _column_metric("no_bracket_markup", textchecks.no_bracket_markup, ())
+    success_keys = ("mostly",)
 
 
 class ExpectColumnValuesToNotEchoPrompt(ColumnMapExpectation):

@@ -12,7 +12,8 @@ without spaces. A word counts as a word only when it holds a letter (a CJK chara
 
 Legal text cites, and citations are digits and punctuation in forms each jurisdiction fixes: "(Giuliani and Gaggio
 v. Italy [GC], no. 23458/02, §§ 174-75, ECHR 2011)", "Roe v. Wade, 410 U.S. 113, 153 (1973)", "Id. at 5",
-"（2019）京01民终1234号". The letters check leaves recognised citations out beside prose (CITATION).
+"（2019）京01民终1234号". The letters check leaves recognised citations out beside prose (CITATION), and
+square brackets are markup only in forms citations and quotations do not use (`no_bracket_markup`).
 """
 from __future__ import annotations
 
@@ -81,6 +82,43 @@ def mostly_letters(text: str, min_share: float) -> bool:
         return False
     rest = _letter_share(outside)
     return rest is not None and rest >= min_share
+
+
+# Square brackets in legal writing: a formation of the Court ("[GC]", "[Committee]"), an editor's change to a
+# quotation ("[T]he", "caus[e]", "[the applicant]", "[NGOs]", "claim[ ]", "[...]", "[sic]"), a footnote, a page or an
+# English report's year ("[4]", "[1970] Ch 654", "S.C. [327] at 330 [(1982)]"). What a model leaves behind has
+# other forms: tokens of a chat template or a tokenizer ("[INST]", "[/INST]", "[TOOL_CALLS]", "[SEP]"), lists and
+# JSON ("[]", "[1, 2]", "['a', 'b']", '["a"]'), the numbered lines and passage markers of a prompt ("[3] It will
+# be …", "[Doc 1]"), markdown ("[text](url)", "[^1]"), brackets nested or left open.
+_BRACKETED = re.compile(r"\[([^\[\]]*)\](\()?")
+_CONTROL_TOKENS = frozenset({
+    "inst", "sys", "cls", "sep", "mask", "pad", "unk", "bos", "eos", "eot", "img", "img_break", "img_end",
+    "system_prompt", "tool_calls", "available_tools", "tool_results", "tool_content", "prefix", "middle", "suffix"})
+_NOT_IN_EDITS = re.compile(r"[\"_=|#^@\\`~{}<>]")
+_PASSAGE_MARKER = re.compile(r"(?i)\s*docs?\.?\s*\d")
+
+
+def _editorial(content: str) -> bool:
+    """Whether `content`, between square brackets, is one of the forms legal writing gives them."""
+    if re.fullmatch(r"\d{1,4}|\(\d{4}\)", content):             # a footnote, a page, a (report's) year
+        return True
+    if re.fullmatch(r"[\s.…,;:!?'’-]+", content):                # an elision or a changed stop: [ ], [...], [,]
+        return True
+    return (any(c.isalpha() for c in content) and not _NOT_IN_EDITS.search(content)
+            and content[:1] not in "/'" and content.strip().lower() not in _CONTROL_TOKENS
+            and not _PASSAGE_MARKER.match(content))
+
+
+def no_bracket_markup(text: str) -> bool:
+    """Every square bracket pairs up and holds what citations and quotations put there (a formation of the Court,
+    an editor's change, a footnote number within a line); nothing of a chat template, a list, JSON, markdown or a
+    prompt's numbered lines."""
+    for match in _BRACKETED.finditer(text):
+        content, link = match.groups()
+        opens_line = not text[text.rfind("\n", 0, match.start()) + 1:match.start()].strip()
+        if link or not _editorial(content) or (opens_line and content[:1].isdigit()):
+            return False
+    return not re.search(r"[\[\]]", _BRACKETED.sub("", text))
 
 
 def no_dominant_token(text: str, max_share: float, min_tokens: int) -> bool:
