@@ -44,7 +44,8 @@ def enough_words(text: str, min_words: int) -> bool:
 
 
 # The numbered parts of citations, as the courts write them. A reporter's pinpoints and year belong to it;
-# a pinpoint stops before the next reporter ("348 N.C. 510, 524, 501 S.E.2d 57" is two).
+# a pinpoint stops before the next reporter ("348 N.C. 510, 524, 501 S.E.2d 57" is two). A date ("4 December
+# 1995", which ECHR citations carry) reads as a reporter, and counts as one citation too.
 _YEAR_NOTE = r"\([^()]{0,40}?\d{4}\)"                                     # (1973), (2d Cir. 1990), (Mo. banc 1993)
 _PINPOINT = r"(?:at\s+)?(?:pp?\.\s*)?[*¶§]*\s*\d{1,5}(?:[-–]\d{1,5})?(?:\s*n\.\s*\d+)?(?![\d.]|\s+[A-Z])"
 _REPORTER_NAME = r"(?:[A-Z][A-Za-z]{0,7}\.?\s?){1,4}"                         # U.S., S. Ct., F.3d, N.Y.S.2d, All ER
@@ -116,7 +117,7 @@ def no_bracket_markup(text: str) -> bool:
     for match in _BRACKETED.finditer(text):
         content, link = match.groups()
         opens_line = not text[text.rfind("\n", 0, match.start()) + 1:match.start()].strip()
-        if link or not _editorial(content) or (opens_line and content[:1].isdigit()):
+        if link or not _editorial(content) or (opens_line and re.fullmatch(r"\d{1,3}", content)):
             return False
     return not re.search(r"[\[\]]", _BRACKETED.sub("", text))
 

@@ -100,7 +100,8 @@ def test_square_brackets_of_citations_and_quotations_are_not_markup():
     for text in ("Giuliani and Gaggio v. Italy [GC], 2011", "Savchenko v. Ukraine [Committee], no. 1574/06",
                  "“[T]he assets”", "caus[e] harm", "[the record's] identity", "for nuisance.[4] An example",
                  "Re Dolphin's Conveyance [1970] Ch 654", "a “claim[ ] to property”", "the [...] rule", "[sic]",
-                 "recover for [NIED]", "Muršić v. Croatia ([GC], no. 7334/13)", "278 S.C. [327] at 330 [(1982)]"):
+                 "recover for [NIED]", "Muršić v. Croatia ([GC], no. 7334/13)", "278 S.C. [327] at 330 [(1982)]",
+                 "[1970] Ch 654 held that the scheme binds every purchaser"):
         assert textchecks.no_bracket_markup(text), text
     for text in ("[INST] hi", "[/INST]", "[]", "[ 1, 2 ]", '["a"]', "['a', 'b']", "[Doc 1]", "[docs 1, 2]",
                  "[x](http://a)", "[^1]", "[[GC]]", "[GC", "GC]", "[TOOL_CALLS]", "[control_8]", "x\n[2] y", "[1] y"):
