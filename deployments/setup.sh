@@ -62,5 +62,8 @@ limit upstream-hudoc.echr.coe.int 1
 limit upstream-ks.echr.coe.int 1          # the case-law guides (tasks/guides/ingest.py)
 limit upstream-wenshu.court.gov.cn 1
 
+# shard runs whose worker died are marked Crashed (Prefect's flow-run heartbeats)
+"$PYTHON" -m caseforge.flows.zombie_runs
+
 # who hears of a failed or crashed run
 "$PYTHON" -m caseforge.flows.notifications

@@ -126,7 +126,7 @@ def run_job(
     if not pending and requests:
         log.info("llm %s: all %d request(s) answered from the cache (%d cache hits)", step, len(requests),
                  result.cache_hits)
-    writer = _CallWriter(con, flush_every=max(1, int(getattr(backend, "batch_size", 64))), on_saved=on_saved)
+    writer = _CallWriter(con, flush_every=_save_every(backend), on_saved=on_saved)
     spent: dict[str, _Spent] = {}
     todo = pending
     try:
@@ -166,6 +166,13 @@ def run_job(
     if result.failures:
         log.warning("llm %s: %d of %d requests failed", step, len(result.failures), len(requests))
     return result
+
+
+def _save_every(backend) -> int:
+    """How many answers are saved at once: a kill then loses at most one batch_size of asked requests, the
+    ones in flight (up to the backend's concurrency) and the answers not saved yet."""
+    batch = max(1, int(getattr(backend, "batch_size", 64)))
+    return max(1, batch - int(getattr(backend, "concurrency", 1)) + 1)
 
 
 def _read_back(con, result: JobResult, pending, by_identity, output_model, report) -> None:
