@@ -35,8 +35,8 @@ from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 
 POOL = "caseforge-test-gpu"           # stands in for caseforge-gpu
-CASES = 30                            # the curated ones with facts x 8 claims: a bit over 200 requests
-CLAIMS_PER_CASE = 8
+CASES = 30                            # 21 of them have facts: x 10 claims = 210 requests
+CLAIMS_PER_CASE = 10
 SHARDS = 4
 CONCURRENCY, BATCH_SIZE = 2, 4        # per worker; a kill loses at most one batch (caseforge.llm.jobs._save_every)
 DELAY_S = 0.1                         # per answer: a shard of ~50 takes a few seconds
@@ -172,6 +172,32 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
             server.stop_process(process)
 
 
+def test_a_shard_run_that_crashes_shows_its_workers_reason_to_the_orchestrator(gpu_pool):
+    """A shard run whose process cannot even load the flow (the code is not where the deployment says) crashes
+    with "Process exited with status code: 1"; what the orchestrator reads back through the API names why."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from caseforge.flows.llm_shard import PrefectShardRuns
+    from caseforge.llm import fanout
+
+    from prefect.client.orchestration import get_client
+
+    server = gpu_pool[0]
+    with temporary_settings({PREFECT_API_URL: server.env["PREFECT_API_URL"]}):
+        with get_client(sync_client=True) as client:
+            flow_id = client.create_flow_from_name("llm-shard-misplaced")
+            client.create_deployment(flow_id=flow_id, name="gpu", work_pool_name=POOL, pull_steps=[],
+                                     entrypoint="caseforge.flows.not_installed_here.llm_shard_flow")
+        runs = PrefectShardRuns()
+        run_id = runs.submit("llm-shard-misplaced/gpu", POOL, {}, "misplaced shard")
+        deadline = time.monotonic() + 120
+        while (state := runs.state(run_id))[0] != fanout.FAILED:
+            assert time.monotonic() < deadline, state
+            time.sleep(1)
+    kind, message = state
+    assert "No module named 'caseforge.flows.not_installed_here'" in message, message
+
+
 def run_step(db: Path, base_url: str, env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(STEP_SCRIPT), "--db", str(db), "--base-url", base_url,
                              "--concurrency", str(CONCURRENCY), "--batch-size", str(BATCH_SIZE),
@@ -258,7 +284,8 @@ max_submissions = 3
     in_shard = killed["claims"]
     assert sum(1 for c in asked if c not in in_shard) == claims - len(in_shard)
     # nothing left in the store, nothing written under the orchestrator's folders by the workers
-    assert s3_server.filesystem().find(f"{s3_server.bucket}/{prefix}") == []
+    left = s3_server.filesystem().find(f"{s3_server.bucket}/{prefix}", withdirs=False)
+    assert [p for p in left if p.rstrip("/") != f"{s3_server.bucket}/{prefix}"] == []   # (weed lists the empty folder)
     assert sorted(p.name for p in orchestrators.rglob("*")) == ["alone.duckdb", "caseforge.toml", "fanned.duckdb"]
     after = project_files()
     assert {k for k in set(before) | set(after) if before.get(k) != after.get(k)} == set()
