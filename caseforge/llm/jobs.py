@@ -2,8 +2,9 @@
 
 Every answer is cached in ops.llm_calls under its request identity. A repeated request is answered
 from the cache; a job killed halfway and started again sends only what had not finished, because
-finished calls are committed in batches while the job runs (one transaction per `batch_size` calls
-or per ten seconds, never one per call) and again when it is interrupted.
+finished calls are committed in batches while the job runs (one transaction per `batch_size - concurrency + 1`
+calls or per ten seconds, never one per call: a kill loses at most one `batch_size` of asked requests) and again
+when it is interrupted.
 
 Only what another attempt can fix is asked again, after the first pass over all: an answer that
 failed to parse when the request samples (temperature > 0, so another seed gives another answer), or
