@@ -48,21 +48,12 @@ def zombie_automation(window_s: int):
 
 
 def install(window_s: int) -> str:
-    from prefect.automations import Automation
+    from caseforge.flows.notifications import save_automation
 
     if window_s < 3 * HEARTBEAT_S:
         raise ValueError(f"a window of {window_s} s is less than three heartbeats ({3 * HEARTBEAT_S} s): live shard "
                          "runs would be marked Crashed")
-    wanted = zombie_automation(window_s)
-    try:
-        existing = Automation.read(name=AUTOMATION_NAME)
-    except ValueError:
-        wanted.create()
-        done = "created"
-    else:
-        wanted.id = existing.id
-        wanted.update()
-        done = "updated"
+    done = save_automation(zombie_automation(window_s))
     return (f"automation {AUTOMATION_NAME!r} {done}: a shard run (tag {SHARD_TAG}) with no heartbeat for {window_s} s "
             "is marked Crashed")
 

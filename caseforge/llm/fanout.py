@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 # what a shard run is doing: queued (no worker has it), starting (a worker took it and starts its process,
 # container or pod), running, or ended
 WAITING, STARTING, RUNNING, COMPLETED, FAILED = "waiting", "starting", "running", "completed", "failed"
-PATH_OPTION = re.compile(r"(_path|_file|_dir|api_key)$")
 ENDPOINT_OPTION = "base_url"
 
 
@@ -150,8 +149,8 @@ def installed() -> ShardRuns | None:
 def options_for_workers(choice) -> dict:
     """The options of a choice a worker is given: not paths or keys (each machine has its own), and not an
     endpoint on this machine's loopback (on a worker that is the worker itself: it names its own)."""
-    return {k: v for k, v in sorted(choice.options.items())
-            if not PATH_OPTION.search(k) and not (k == ENDPOINT_OPTION and is_loopback_url(str(v)))}
+    return {k: v for k, v in choice.identity()["options"].items()
+            if not (k == ENDPOINT_OPTION and is_loopback_url(str(v)))}
 
 
 @dataclass
