@@ -80,8 +80,5 @@ limit upstream-wenshu.court.gov.cn 1
 # shard runs whose worker died are marked Crashed (Prefect's flow-run heartbeats)
 "$PYTHON" -m caseforge.flows.zombie_runs
 
-# shard runs whose worker died are marked Crashed (Prefect's flow-run heartbeats)
-"$PYTHON" -m caseforge.flows.zombie_runs
-
 # who hears of a failed or crashed run
 "$PYTHON" -m caseforge.flows.notifications
