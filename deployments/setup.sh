@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup of a Prefect server for caseforge: work pools, global concurrency limits and failure
 # notifications. Idempotent: existing pools and limits are left as they are, the notification block and
-# automation are replaced.  PREFECT_API_URL must point at the server; PYTHON must have caseforge installed
-# (the project's .venv/bin/python).
+# automation are replaced.  PREFECT_API_URL must point at the server.
 #
 # Pools: caseforge-cpu (process) runs the nightly, the builders and the evaluations; caseforge-gpu runs the
 # shards of their LLM steps (deployment llm-shard/gpu). GPU_POOL_TYPE chooses its type: docker (default) or
@@ -21,12 +20,28 @@
 # (a notification block made in the UI, as <block type slug>/<name>), an automation sends one message when a run
 # of a deployment tagged notify-failures (the nightly) ends Failed, Crashed or TimedOut, naming its failed
 # stages and linking the run. With neither set, none is made, and the last line says so.
+#
+# Zombie shard runs (flows/zombie_runs.py): an automation marks an LLM shard run Crashed when its flow-run
+# heartbeats stop for three heartbeats (CASEFORGE_ZOMBIE_WINDOW_S, default 90).
+#
+# PYTHON defaults to the project's .venv/bin/python and PREFECT to the prefect beside it (what `make setup`
+# installs), so neither needs to be on PATH.
 set -euo pipefail
 
-PREFECT="${PREFECT:-prefect}"
-GPU_POOL_TYPE="${GPU_POOL_TYPE:-docker}"   # docker | kubernetes | process
-PYTHON="${PYTHON:-python}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+GPU_POOL_TYPE="${GPU_POOL_TYPE:-docker}"   # docker | kubernetes | process
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x "$ROOT/.venv/bin/python" ]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON="$(command -v python3 || true)"; fi
+fi
+if [ -z "${PREFECT:-}" ]; then
+  beside="$(dirname "$(command -v "$PYTHON" || echo "$PYTHON")")/prefect"
+  if [ -x "$beside" ]; then PREFECT="$beside"; else PREFECT="$(command -v prefect || true)"; fi
+fi
+if [ -z "$PREFECT" ] || [ -z "$PYTHON" ]; then
+  echo "setup.sh: prefect not found beside ${PYTHON:-python3} nor on PATH: run 'make setup' in $ROOT (it makes .venv), or set PYTHON=/path/to/venv/bin/python" >&2
+  exit 2
+fi
 
 pool() {  # name type [extra arguments of `prefect work-pool create`]
   if $PREFECT work-pool inspect "$1" >/dev/null 2>&1; then
@@ -61,6 +76,9 @@ limit upstream-api.oyez.org 1
 limit upstream-hudoc.echr.coe.int 1
 limit upstream-ks.echr.coe.int 1          # the case-law guides (tasks/guides/ingest.py)
 limit upstream-wenshu.court.gov.cn 1
+
+# shard runs whose worker died are marked Crashed (Prefect's flow-run heartbeats)
+"$PYTHON" -m caseforge.flows.zombie_runs
 
 # who hears of a failed or crashed run
 "$PYTHON" -m caseforge.flows.notifications

@@ -93,9 +93,22 @@ def failure_automation(block_document_id):
     )
 
 
+def save_automation(wanted) -> str:
+    """Create the automation, or update the one of the same name: "created" or "updated"."""
+    from prefect.automations import Automation
+
+    try:
+        existing = Automation.read(name=wanted.name)
+    except ValueError:
+        wanted.create()
+        return "created"
+    wanted.id = existing.id
+    wanted.update()
+    return "updated"
+
+
 def install(url: str | None, block_slug: str | None) -> list[str]:
     """Save the block (or find the named one) and create or update the automation; what was done, in lines."""
-    from prefect.automations import Automation
     from prefect.blocks.core import Block
 
     if block_slug:
@@ -107,16 +120,7 @@ def install(url: str | None, block_slug: str | None) -> list[str]:
         block, where = notification_block(url)
         block_id = block.save(BLOCK_NAME, overwrite=True)
         where = f"{where} (block {block.get_block_type_slug()}/{BLOCK_NAME})"
-    wanted = failure_automation(block_id)
-    try:
-        existing = Automation.read(name=AUTOMATION_NAME)
-    except ValueError:
-        wanted.create()
-        done = "created"
-    else:
-        wanted.id = existing.id
-        wanted.update()
-        done = "updated"
+    done = save_automation(failure_automation(block_id))
     return [f"failure notifications: {where}",
             f"automation {AUTOMATION_NAME!r} {done}: runs of deployments tagged {NOTIFY_TAG} that end Failed, "
             "Crashed or TimedOut send one message naming the run, its state message and a link"]

@@ -94,3 +94,23 @@ def _no_local_server_left(session) -> None:
     if left:
         print(f"\nlocal Prefect servers left running by the tests (killed): {left}")
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3-compatible server (SeaweedFS) on loopback for the whole session, with the bucket
+    `caseforge-test`, a read-write and a read-only identity (tests/s3_server.py)."""
+    from s3_server import S3Server
+
+    with S3Server(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """This process reaches `s3_server` with its read-write identity, the standard AWS way (environment)."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return s3_server

@@ -1,23 +1,27 @@
-"""Fan-out: one LLM job answered by shard flow runs on a worker pool, merged here as each one finishes.
+"""Fan-out, the orchestrator's side: one LLM job answered by shard flow runs on a worker pool, merged here as
+each one finishes. The workers and this process share nothing but the Prefect API and a shard store
+(caseforge.store: `[fanout] store`, an s3:// or gs:// URL, or a folder when everything runs on one machine).
 
 When the settings name a worker pool (`[fanout] pool`), `run_job` hands the requests it has no cached
 answer for to `answer_by_fanout`:
 
-1. they are split into `[fanout] shards` request files (a request always lands in the same shard: the hash
-   of its identity) in a folder the workers can read and write (`shard_dir`, default `llm-shards/` next to
-   the database), one folder per database and step;
-2. one flow run of the `[fanout] deployment` (the `llm-shard` flow) is submitted per shard, with the
-   backend, model and options this process chose for the step (paths and keys left out: a worker resolves
-   those from its own settings and environment);
-3. the shards are watched: a shard whose Parquet file appears is merged into ops.llm_calls at once (one
-   shard, one transaction, one shard's rows in memory) and its files are removed; a shard whose flow run
-   failed or crashed, whose heartbeat stopped changing for `stale_after_s` while it ran, or that ran past
-   `shard_timeout_s`, is submitted again (the worker's work file lets the new run resume), at most
-   `max_submissions` times in all (so is one a worker took but did not start within `start_timeout_s`:
-   the worker died meanwhile, or its container cannot start); shards still waiting after `no_worker_timeout_s` with no worker on
-   the pool are given up. A shard given up ends as recorded failures of its requests in the job result
-   (not cached: the next run asks them again, resuming from the work file left in the shard folder);
-4. run_job then reads every answer back from the cache.
+1. the store is checked first (bounded; a store that cannot be used is one line naming it and the fix, and
+   no shard is submitted); answers an earlier job of the step left in the store are merged first;
+2. the rest are split into at most `[fanout] shards` shards (a request always lands in the same shard: the
+   hash of its identity; no shard smaller than `min_shard_requests`), each written to the store
+   (caseforge.llm.shards) under `<database>-<hash>/<step>/<job>-shard-NNN/`;
+3. one flow run of the `[fanout] deployment` (the `llm-shard` flow) is submitted per shard, with the store's
+   URL and the backend, model and options this process chose for the step, without what differs per machine
+   (paths, keys, an endpoint on this machine's loopback: caseforge.llm.worker resolves those on the worker);
+4. the shards are watched: a shard whose answers are in the store is merged into ops.llm_calls at once (one
+   shard, one transaction); a shard whose run failed or crashed, whose Prefect flow-run heartbeats stopped
+   for `stale_after_s` while it ran, or that ran past `shard_timeout_s`, is merged all the same when the
+   store holds an answer to every one of its requests, else submitted again (the new run resumes from the
+   parts the earlier ones saved), at most `max_submissions` times in all (so is one a worker took but did not
+   start within `start_timeout_s`); shards still waiting after `no_worker_timeout_s` with no worker on the
+   pool are given up. A shard given up ends as recorded failures of its requests in the job result (not
+   cached: the next run asks them again, after merging the parts left in the store);
+5. run_job then reads every answer back from the cache.
 
 This module imports no Prefect: the flows layer installs the `ShardRuns` that submits and watches flow runs
 (caseforge.flows.llm_shard.PrefectShardRuns, installed by caseforge.flows.common), the way
@@ -28,25 +32,28 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
 import duckdb
+import pyarrow as pa
 from pydantic import BaseModel
 
 from caseforge import settings_file
 from caseforge.artifacts import publish_table
 from caseforge.config import settings as load_settings
-from caseforge.llm.jobs import cached_identities
-from caseforge.llm.shards import (ShardFiles, merge_shard, read_heartbeat, split_requests,
-                                  write_request_file)
+from caseforge.llm.cache import cached_identities
+from caseforge.llm.shards import ANSWERS, Shard, answered, merge_rows, split_requests
 from caseforge.llm.types import LLMRequest
 from caseforge.outputs import check_output_path
+from caseforge.store import Store, StoreError, is_loopback_url, open_store
 from caseforge.warehouse import sql_text
 
 log = logging.getLogger(__name__)
@@ -54,6 +61,7 @@ log = logging.getLogger(__name__)
 # what a shard run is doing: queued (no worker has it), starting (a worker took it and starts its process,
 # container or pod), running, or ended
 WAITING, STARTING, RUNNING, COMPLETED, FAILED = "waiting", "starting", "running", "completed", "failed"
+ENDPOINT_OPTION = "base_url"
 
 
 @dataclass(frozen=True)
@@ -63,14 +71,17 @@ class FanoutSettings:
     pool: str
     deployment: str = "llm-shard/gpu"
     shards: int = 4
-    shard_dir: str = ""
+    min_shard_requests: int = 1
+    store: str = ""
+    store_endpoint_url: str = ""
     poll_s: float = 2.0
-    heartbeat_s: float = 5.0
+    heartbeat_s: float = 30.0
     stale_after_s: float = 120.0
     start_timeout_s: float = 900.0
     no_worker_timeout_s: float = 600.0
     shard_timeout_s: float = 21600.0
     max_submissions: int = 3
+    check_timeout_s: float = 45.0
 
     @classmethod
     def from_settings(cls) -> "FanoutSettings | None":
@@ -78,17 +89,24 @@ class FanoutSettings:
         table = settings_file.section("fanout")
         if not str(table.get("pool") or "").strip():
             return None
+        if "shard_dir" in table:
+            raise ValueError("[fanout] shard_dir is now [fanout] store: a folder, or a URL such as s3://bucket/prefix "
+                             "(docs/llm.md, Fan-out)")
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(table) - set(known))
         if unknown:
             raise ValueError(f"[fanout]: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        kinds = {"pool": str, "deployment": str, "shard_dir": str, "shards": int, "max_submissions": int}
+        kinds = {"pool": str, "deployment": str, "store": str, "store_endpoint_url": str, "shards": int,
+                 "max_submissions": int, "min_shard_requests": int}
         values = {name: kinds.get(name, float)(value) for name, value in table.items()}
         chosen = cls(**values)
-        if chosen.shards < 1 or chosen.max_submissions < 1:
-            raise ValueError("[fanout]: shards and max_submissions must be at least 1")
+        if chosen.shards < 1 or chosen.max_submissions < 1 or chosen.min_shard_requests < 1:
+            raise ValueError("[fanout]: shards, min_shard_requests and max_submissions must be at least 1")
         if "/" not in chosen.deployment:
             raise ValueError(f"[fanout] deployment must be 'flow name/deployment name', not {chosen.deployment!r}")
+        if chosen.stale_after_s < 3 * chosen.heartbeat_s:
+            raise ValueError(f"[fanout] stale_after_s = {chosen.stale_after_s:g} is less than three heartbeats "
+                             f"(heartbeat_s = {chosen.heartbeat_s:g}): a live shard would be taken for dead")
         return chosen
 
 
@@ -99,7 +117,11 @@ class ShardRuns(Protocol):
         """Start one run of `deployment` (which must be on `pool`); returns its id."""
 
     def state(self, run_id: str) -> tuple[str, str]:
-        """(WAITING | STARTING | RUNNING | COMPLETED | FAILED, a message)."""
+        """(WAITING | STARTING | RUNNING | COMPLETED | FAILED, a message; for a failed run, why, as its
+        worker reported it)."""
+
+    def heartbeat(self, run_id: str) -> str | None:
+        """A token of the run's newest heartbeat (changes with each beat; None: none yet)."""
 
     def pool_ready(self, pool: str) -> bool | None:
         """Whether a worker is polling the pool (None: cannot tell)."""
@@ -122,6 +144,13 @@ def install(runs: ShardRuns | None) -> None:
 
 def installed() -> ShardRuns | None:
     return _runs
+
+
+def options_for_workers(choice) -> dict:
+    """The options of a choice a worker is given: not paths or keys (each machine has its own), and not an
+    endpoint on this machine's loopback (on a worker that is the worker itself: it names its own)."""
+    return {k: v for k, v in choice.identity()["options"].items()
+            if not (k == ENDPOINT_OPTION and is_loopback_url(str(v)))}
 
 
 @dataclass
@@ -157,12 +186,13 @@ class FanoutReport:
     step: str
     deployment: str
     pool: str
-    folder: str
+    store: str
     shards: list[ShardReport] = field(default_factory=list)
     leftover_rows: int = 0         # answers of an earlier, stopped job merged first
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    seconds: dict = field(default_factory=dict)     # where the time went: check, leftovers, submit, wait
 
     def failed(self) -> dict[str, str]:
         """identity → why its shard was given up."""
@@ -188,39 +218,45 @@ def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending
     if runs is None:
         raise RuntimeError(f"[fanout] pool = {settings.pool!r}, but nothing can submit shard runs in this process: "
                            "LLM steps fan out from caseforge's flows (caseforge.flows.common installs it)")
-    folder = shard_folder(con, settings, step)
-    with _folder_lock(folder):
-        report = _FanOut(con, step, choice, pending, output_model, max_attempts, settings, runs, folder).run()
+    store = step_store(con, settings, step)
+    started = time.monotonic()
+    checked = open_store(store.url, store.endpoint_url, read_timeout_s=10.0)
+    checked.check(timeout_s=settings.check_timeout_s)        # StoreError: one line, before any shard is submitted
+    with _store_lock(store.url):
+        job = _FanOut(con, step, choice, pending, output_model, max_attempts, settings, runs, store)
+        job.report.seconds["check"] = round(time.monotonic() - started, 2)
+        report = job.run()
     publish_table(f"llm-fanout-{step}", [s.row() for s in report.shards],
                   f"llm {step}: {len(report.shards)} shard(s) on pool {settings.pool}")
     return report
 
 
-def shard_folder(con: duckdb.DuckDBPyConnection, settings: FanoutSettings, step: str) -> Path:
-    """<shard_dir>/<database>-<hash of host and path>/<step>: one folder per database and step, so a stopped
-    job's shards are found again by the next run of the same step."""
+def step_store(con: duckdb.DuckDBPyConnection, settings: FanoutSettings, step: str) -> Store:
+    """<store>/<database>-<hash of host and path>/<step>: one prefix per database and step, so a stopped
+    job's shards are found again by the next run of the same step. The default store is the folder
+    llm-shards/ next to the database (one machine)."""
     database = con.execute(sql_text("llm/database_path.sql")).fetchone()[0]
-    if settings.shard_dir:
-        root = Path(settings.shard_dir)
-        if database:          # never inside the warehouse's own files (caseforge.outputs)
-            check_output_path(root, load_settings(database), "the LLM shards ([fanout] shard_dir)")
+    if settings.store:
+        root = open_store(settings.store, settings.store_endpoint_url or None)
+        if root.local and database:          # never inside the warehouse's own files (caseforge.outputs)
+            check_output_path(root.root, load_settings(database), "the LLM shard store ([fanout] store)")
     elif database:
-        root = Path(database).resolve().parent / "llm-shards"
+        root = open_store(Path(database).resolve().parent / "llm-shards")
     else:
-        raise ValueError("[fanout] shard_dir must be set to fan out from an in-memory database")
+        raise StoreError("[fanout] store must be set to fan out from an in-memory database")
     where = f"{socket.gethostname()}:{Path(database).resolve() if database else 'memory'}"
     name = f"{Path(database).stem if database else 'memory'}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
-    return root.resolve() / name / re.sub(r"[^A-Za-z0-9._-]+", "-", step)
+    return root.child(name).child(re.sub(r"[^A-Za-z0-9._-]+", "-", step))
 
 
-_LOCKS: dict[Path, threading.Lock] = {}
+_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _folder_lock(folder: Path) -> threading.Lock:
-    """One job at a time per shard folder (only this process writes the database, so a process lock does)."""
+def _store_lock(url: str) -> threading.Lock:
+    """One job at a time per step store (only this process writes the database, so a process lock does)."""
     with _LOCKS_GUARD:
-        return _LOCKS.setdefault(folder, threading.Lock())
+        return _LOCKS.setdefault(url, threading.Lock())
 
 
 @dataclass
@@ -228,30 +264,35 @@ class _Live:
     """One shard while it is out on the pool."""
 
     report: ShardReport
-    files: ShardFiles
+    shard: Shard
     run_id: str = ""
     submitted_at: float = 0.0
     starting_at: float | None = None     # when a worker was first seen to have taken the run
-    alive_at: float | None = None        # last time the run was seen running or its heartbeat changed
-    last_beat: int | None = None
+    alive_at: float | None = None        # last time the run was seen to start running or a new heartbeat came
+    last_beat: str | None = None
     completed_at: float | None = None
     started: float = 0.0
 
 
 class _FanOut:
     def __init__(self, con, step, choice, pending, output_model, max_attempts, settings: FanoutSettings,
-                 runs: ShardRuns, folder: Path):
+                 runs: ShardRuns, store: Store):
         self.con, self.step, self.choice, self.output_model = con, step, choice, output_model
-        self.pending, self.max_attempts, self.settings, self.runs, self.folder = (
-            pending, max_attempts, settings, runs, folder)
-        self.report = FanoutReport(step, settings.deployment, settings.pool, str(folder))
+        self.pending, self.max_attempts, self.settings, self.runs, self.store = (
+            pending, max_attempts, settings, runs, store)
+        self.report = FanoutReport(step, settings.deployment, settings.pool, store.describe())
         self.no_worker_since: float | None = None
+        self.job = uuid.uuid4().hex[:8]
 
     # --- the job -----------------------------------------------------------------------------------
     def run(self) -> FanoutReport:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
         pending = self._merge_leftovers(self.pending)
+        self.report.seconds["leftovers"] = round(time.monotonic() - started, 2)
+        started = time.monotonic()
         live = self._submit_all(pending)
+        self.report.seconds["submit"] = round(time.monotonic() - started, 2)
+        started = time.monotonic()
         try:
             while live:
                 time.sleep(self.settings.poll_s)
@@ -260,51 +301,64 @@ class _FanOut:
             for shard in live.values():
                 self._quietly(self.runs.cancel, shard.run_id, f"the job of step {self.step} stopped")
             raise
-        self._remove_folder_if_empty()
+        self.report.seconds["wait"] = round(time.monotonic() - started, 2)
         merged = sum(s.status == "merged" for s in self.report.shards)
         log.info("llm %s: %d of %d shard(s) merged on pool %s", self.step, merged, len(self.report.shards),
                  self.settings.pool)
         return self.report
 
     def _merge_leftovers(self, pending: list[tuple[str, LLMRequest]]) -> list[tuple[str, LLMRequest]]:
-        """Answers an earlier job of this step left (it stopped before merging them) are merged first."""
-        leftovers = sorted(self.folder.glob("shard-*.parquet"))
-        if not leftovers:
+        """Answers an earlier job of this step left in the store (it stopped, or gave a shard up) are merged
+        first: whole answers where a worker finished, else the parts saved so far."""
+        names = self.store.list()
+        shards = sorted({name.split("/", 1)[0] for name in names if "/" in name})
+        if not shards:
             return pending
-        for path in leftovers:
-            outcome = merge_shard(self.con, path, self.output_model)
-            self.report.leftover_rows += outcome.rows
-            path.unlink()
-        done = cached_identities(self.con, [identity for identity, _ in pending], ok_only=True)
-        log.info("llm %s: merged %d answer(s) an earlier job left in %s", self.step, self.report.leftover_rows,
-                 self.folder)
+        for name in shards:
+            shard = Shard(self.store, name)
+            if f"{name}/{ANSWERS}" in names:
+                rows, worker = shard.read_answers()
+            else:
+                rows, worker = shard.read_parts(), None
+            self.report.leftover_rows += merge_rows(self.con, rows, self.output_model, worker).rows
+            shard.remove()
+        done = cached_identities(self.con, [identity for identity, _ in pending], ok_only=False)
+        log.info("llm %s: merged %d answer(s) earlier jobs left in %s", self.step, self.report.leftover_rows,
+                 self.store.describe())
         return [(identity, request) for identity, request in pending if identity not in done]
 
     def _submit_all(self, pending: list[tuple[str, LLMRequest]]) -> dict[int, _Live]:
         identity_of = {id(request): identity for identity, request in pending}
         live = {}
-        groups = split_requests([request for _, request in pending], self.choice.model, self.settings.shards)
+        count = max(1, min(self.settings.shards, math.ceil(len(pending) / self.settings.min_shard_requests)))
+        self.shard_count = count
+        groups = split_requests([request for _, request in pending], self.choice.model, count)
         for number, group in enumerate(groups):
             if not group:
                 continue
-            files = ShardFiles(self.folder, f"shard-{number:03d}")
-            write_request_file(files.requests, group)
-            shard = _Live(ShardReport(number, [identity_of[id(r)] for r in group]), files, started=time.monotonic())
-            self.report.shards.append(shard.report)
-            self._submit(shard)
-            live[number] = shard
+            shard = Shard(self.store, f"{self.job}-shard-{number:03d}")
+            shard.write_requests(group)
+            one = _Live(ShardReport(number, [identity_of[id(r)] for r in group]), shard, started=time.monotonic())
+            self.report.shards.append(one.report)
+            live[number] = one
+        for one in live.values():
+            self._submit(one)
         return live
 
+    def _parameters(self, shard: Shard) -> dict:
+        endpoint = self.store.endpoint_url
+        return {"step": self.step, "store": shard.store.url, "shard": shard.name,
+                "store_endpoint_url": None if is_loopback_url(endpoint) else endpoint,
+                "backend": self.choice.backend, "model": self.choice.model,
+                "options": options_for_workers(self.choice), "role": self.choice.role,
+                "max_attempts": self.max_attempts}
+
     def _submit(self, shard: _Live) -> None:
-        shard.files.heartbeat.unlink(missing_ok=True)
-        choice = self.choice.identity()
-        parameters = {"step": self.step, "request_file": str(shard.files.requests), "backend": choice["backend"],
-                      "model": choice["model"], "options": choice["options"], "role": self.choice.role,
-                      "max_attempts": self.max_attempts, "heartbeat_s": self.settings.heartbeat_s}
         attempt = len(shard.report.submissions) + 1
-        name = f"{self.step} shard {shard.report.number + 1}/{self.settings.shards}" + (
+        name = f"{self.step} shard {shard.report.number + 1}/{self.shard_count}" + (
             f" (submission {attempt})" if attempt > 1 else "")
-        shard.run_id = self.runs.submit(self.settings.deployment, self.settings.pool, parameters, name)
+        shard.run_id = self.runs.submit(self.settings.deployment, self.settings.pool, self._parameters(shard.shard),
+                                        name)
         shard.report.submissions.append(Submission(shard.run_id))
         shard.submitted_at = time.monotonic()
         shard.starting_at = shard.alive_at = shard.last_beat = shard.completed_at = None
@@ -315,37 +369,35 @@ class _FanOut:
     def _watch(self, live: dict[int, _Live]) -> None:
         waiting = []
         for number, shard in list(live.items()):
-            if shard.files.parquet.exists():
-                self._merge(shard)
-                del live[number]
+            if shard.shard.has_answers():
+                self._merge(live, shard)
                 continue
             now = time.monotonic()
             state, message = self.runs.state(shard.run_id)
-            beat = (read_heartbeat(shard.files.heartbeat) or {}).get("beat")
-            if beat is not None and beat != shard.last_beat:
-                shard.last_beat, shard.alive_at = beat, now
-            if state == RUNNING and shard.alive_at is None:
-                shard.alive_at = now
+            if state == RUNNING:
+                beat = self.runs.heartbeat(shard.run_id)
+                if shard.alive_at is None or (beat is not None and beat != shard.last_beat):
+                    shard.last_beat, shard.alive_at = beat, now
             if state == STARTING and shard.starting_at is None:
                 shard.starting_at = now
             if state == COMPLETED:
                 shard.completed_at = shard.completed_at or now
-                if now - shard.completed_at > max(10.0, 3 * self.settings.poll_s):    # a slow shared volume
-                    self._again(live, shard, "its run completed without writing the Parquet shard")
+                if now - shard.completed_at > max(10.0, 3 * self.settings.poll_s):
+                    self._recover(live, shard, "its run completed without writing the shard's answers")
             elif state == FAILED:
-                self._again(live, shard, f"its run ended: {message}")
+                self._recover(live, shard, f"its run ended: {message}")
             elif now - shard.submitted_at > self.settings.shard_timeout_s:
                 self._quietly(self.runs.cancel, shard.run_id, "shard timeout")
-                self._again(live, shard, f"not done after shard_timeout_s = {self.settings.shard_timeout_s:g} s")
+                self._recover(live, shard, f"not done after shard_timeout_s = {self.settings.shard_timeout_s:g} s")
             elif shard.alive_at is not None and now - shard.alive_at > self.settings.stale_after_s:
-                why = f"no heartbeat for {now - shard.alive_at:.0f} s (worker gone?)"
+                why = f"no flow-run heartbeat for {now - shard.alive_at:.0f} s (worker gone?)"
                 self._quietly(self.runs.mark_crashed, shard.run_id, why)
-                self._again(live, shard, why)
+                self._recover(live, shard, why)
             elif (shard.alive_at is None and shard.starting_at is not None
                   and now - shard.starting_at > self.settings.start_timeout_s):
                 why = f"taken by a worker but not started within start_timeout_s = {self.settings.start_timeout_s:g} s"
                 self._quietly(self.runs.mark_crashed, shard.run_id, why)
-                self._again(live, shard, why)
+                self._recover(live, shard, why)
             elif shard.alive_at is None and shard.starting_at is None:
                 waiting.append(shard)
         self._give_up_without_workers(live, waiting)
@@ -366,6 +418,22 @@ class _FanOut:
                 self._quietly(self.runs.cancel, shard.run_id, why)
                 self._give_up(live, shard, why)
 
+    def _recover(self, live: dict[int, _Live], shard: _Live, why: str) -> None:
+        """A run that ended without its answers: merged all the same when the store holds them (a run marked
+        Crashed after its worker saved everything), else submitted again."""
+        if shard.shard.has_answers():
+            log.info("llm %s: shard %d: %s, but its answers are in the store", self.step, shard.report.number, why)
+            self._merge(live, shard, f"merged ({why}; answers in the store)")
+            return
+        parts = shard.shard.read_parts()
+        if set(shard.report.identities) <= answered(parts):
+            log.info("llm %s: shard %d: %s, but its saved parts answer every request", self.step,
+                     shard.report.number, why)
+            self._merge(live, shard, f"merged ({why}; every answer in the saved parts)", parts)
+            return
+        log.warning("llm %s: shard %d: %s", self.step, shard.report.number, why)
+        self._again(live, shard, why)
+
     def _again(self, live: dict[int, _Live], shard: _Live, why: str) -> None:
         shard.report.submissions[-1].outcome = why
         if len(shard.report.submissions) >= self.settings.max_submissions:
@@ -379,31 +447,30 @@ class _FanOut:
         shard.report.status, shard.report.reason = "failed", why
         shard.report.submissions[-1].outcome = why
         shard.report.seconds = time.monotonic() - shard.started
-        shard.files.remove(keep_work=True)      # the work file lets a later run resume
+        shard.shard.store.delete(shard.shard.requests)     # its saved parts stay: the next run merges them
         live.pop(shard.report.number, None)
 
-    def _merge(self, shard: _Live) -> None:
-        outcome = merge_shard(self.con, shard.files.parquet, self.output_model)
+    def _merge(self, live: dict[int, _Live], shard: _Live, outcome_text: str = "merged",
+               rows: pa.Table | None = None) -> None:
+        worker = None
+        if rows is None:
+            rows, worker = shard.shard.read_answers()
+        outcome = merge_rows(self.con, rows, self.output_model, worker)
         report = shard.report
         report.status, report.rows, report.worker = "merged", outcome.rows, outcome.worker
-        report.submissions[-1].outcome = "merged"
+        report.submissions[-1].outcome = outcome_text
         report.seconds = time.monotonic() - shard.started
         self.report.calls += outcome.attempts
         self.report.prompt_tokens += outcome.prompt_tokens
         self.report.completion_tokens += outcome.completion_tokens
-        shard.files.remove()
+        shard.shard.remove()
+        live.pop(report.number, None)
         log.info("llm %s: shard %d merged (%d rows, worker %s, %.1f s)", self.step, report.number, outcome.rows,
-                 report.worker_name, report.seconds)
-
-    def _remove_folder_if_empty(self) -> None:
-        for folder in (self.folder, self.folder.parent):
-            try:
-                folder.rmdir()
-            except OSError:
-                return
+                 report.worker_name or "?", report.seconds)
 
     def _quietly(self, action, run_id: str, reason: str) -> None:
         try:
             action(run_id, reason)
         except Exception as exc:   # noqa: BLE001 - tidying the orchestrator's view must not stop the job
             log.warning("llm %s: could not update run %s (%s): %s", self.step, run_id, reason, exc)
+

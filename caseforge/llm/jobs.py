@@ -2,8 +2,9 @@
 
 Every answer is cached in ops.llm_calls under its request identity. A repeated request is answered
 from the cache; a job killed halfway and started again sends only what had not finished, because
-finished calls are committed in batches while the job runs (one transaction per `batch_size` calls
-or per ten seconds, never one per call) and again when it is interrupted.
+finished calls are committed in batches while the job runs (one transaction per `batch_size - concurrency + 1`
+calls or per ten seconds, never one per call: a kill loses at most one `batch_size` of asked requests) and again
+when it is interrupted.
 
 Only what another attempt can fix is asked again, after the first pass over all: an answer that
 failed to parse when the request samples (temperature > 0, so another seed gives another answer), or
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import datetime, timezone
 
@@ -30,20 +31,16 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel
 
-from caseforge.llm.parsing import InvalidOutput, parse_output
+from caseforge.llm import fanout as fan_out
+from caseforge.llm.cache import UNANSWERED, cached_calls, calls_table, write_calls
+from caseforge.llm.parsing import InvalidOutput, parse_output, schema_for
 from caseforge.llm.reply_bounds import UnboundedReply, longest_reply
 from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
-from caseforge.warehouse import sql_text, transaction
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 3
-UNANSWERED = "unanswered"      # ops.llm_calls.status of a request no endpoint answered (not a cached answer)
-
-
-def schema_for(model: type[BaseModel]) -> dict:
-    return model.model_json_schema()
 
 
 def _check_reply_fits(step: str, request: LLMRequest, longest: dict[str, int]) -> None:
@@ -61,52 +58,6 @@ def _check_reply_fits(step: str, request: LLMRequest, longest: dict[str, int]) -
                          f"{request.params.max_tokens}: a reply could be cut before its JSON closes")
 
 
-CALL_COLUMNS = pa.schema([
-    ("identity", pa.string()), ("step", pa.string()), ("backend", pa.string()), ("model", pa.string()),
-    ("template_id", pa.string()), ("template_sha", pa.string()), ("request", pa.string()),
-    ("response_text", pa.string()), ("parsed", pa.string()), ("status", pa.string()), ("error", pa.string()),
-    ("attempts", pa.int32()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()),
-    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")),
-])
-
-
-def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
-    """Which of these identities already have a recorded answer (any, or only ok ones)."""
-    return {identity for identity, row in _cached(con, identities).items()
-            if row[0] == "ok" or (not ok_only and row[0] != UNANSWERED)}
-
-
-def _cached(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[str, tuple]:
-    if not identities:
-        return {}
-    con.register("llm_wanted", pa.table({"identity": pa.array(identities, pa.string())}))
-    try:
-        rows = con.execute(sql_text("llm/cached_calls.sql")).fetchall()
-    finally:
-        con.unregister("llm_wanted")
-    return {row[0]: row[1:] for row in rows}
-
-
-def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
-    """Store ops.llm_calls rows (tuples in CALL_COLUMNS order) in one transaction."""
-    if not rows:
-        return
-    columns = list(zip(*rows))
-    store_calls(con, pa.table({name: pa.array(values, CALL_COLUMNS.field(name).type)
-                               for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS))
-
-
-def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table) -> None:
-    """Upsert a table of calls (CALL_COLUMNS) into ops.llm_calls in one transaction: one row per
-    identity, and a failed answer never replaces an ok one."""
-    con.register("llm_call_rows", calls)
-    try:
-        with transaction(con):
-            con.execute(sql_text("llm/store_calls.sql"))
-    finally:
-        con.unregister("llm_call_rows")
-
-
 def run_job(
     con: duckdb.DuckDBPyConnection,
     step: str,
@@ -116,6 +67,7 @@ def run_job(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     retry_failed: bool | None = None,
     fanout: bool = True,
+    on_saved: Callable[[pa.Table], None] | None = None,
 ) -> JobResult:
     """Answer every request (cache first), parse into `output_model`, record everything.
 
@@ -126,7 +78,8 @@ def run_job(
 
     When the settings name a worker pool ([fanout] pool), what is not cached is answered by shard flow runs
     on that pool and merged into the cache (caseforge.llm.fanout); `fanout=False` always answers here (a
-    shard worker does).
+    shard worker does). `on_saved(table)` is called with each batch of rows once it is in the cache (a shard
+    worker copies them to the shard store as they come).
     """
     if retry_failed is None:
         from caseforge.llm.config import retry_failed as configured
@@ -145,7 +98,7 @@ def run_job(
             _check_reply_fits(step, request, longest)
         by_identity.setdefault(request.identity(backend.model), []).append(request)
 
-    cached = _cached(con, list(by_identity))
+    cached = cached_calls(con, list(by_identity))
     pending: list[tuple[str, LLMRequest]] = []
     for identity, group in by_identity.items():
         hit = cached.get(identity)
@@ -161,8 +114,7 @@ def run_job(
         pending.append((identity, group[0]))
 
     if pending and fanout:
-        from caseforge.llm.fanout import answer_by_fanout
-        report = answer_by_fanout(con, step, backend, pending, output_model, max_attempts)
+        report = fan_out.answer_by_fanout(con, step, backend, pending, output_model, max_attempts)
         if report is not None:
             _read_back(con, result, pending, by_identity, output_model, report)
             if result.failures:
@@ -175,7 +127,7 @@ def run_job(
     if not pending and requests:
         log.info("llm %s: all %d request(s) answered from the cache (%d cache hits)", step, len(requests),
                  result.cache_hits)
-    writer = _CallWriter(con, flush_every=max(1, int(getattr(backend, "batch_size", 64))))
+    writer = _CallWriter(con, flush_every=_save_every(backend), on_saved=on_saved)
     spent: dict[str, _Spent] = {}
     todo = pending
     try:
@@ -217,10 +169,17 @@ def run_job(
     return result
 
 
+def _save_every(backend) -> int:
+    """How many answers are saved at once: a kill then loses at most one batch_size of asked requests, the
+    ones in flight (up to the backend's concurrency) and the answers not saved yet."""
+    batch = max(1, int(getattr(backend, "batch_size", 64)))
+    return max(1, batch - int(getattr(backend, "concurrency", 1)) + 1)
+
+
 def _read_back(con, result: JobResult, pending, by_identity, output_model, report) -> None:
     """The answers shard workers gave, as merged into the cache; a request of a shard given up is a
     failure (not cached, so the next run asks it again)."""
-    cached = _cached(con, [identity for identity, _ in pending])
+    cached = cached_calls(con, [identity for identity, _ in pending])
     given_up = report.failed()
     for identity, _ in pending:
         hit = cached.get(identity)
@@ -323,8 +282,10 @@ class _CallWriter:
     """Buffers finished calls and writes them in one transaction per `flush_every` rows, or sooner
     when `flush_interval_s` has passed, so a slow backend loses little to a hard kill."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, flush_every: int, flush_interval_s: float = 10.0):
+    def __init__(self, con: duckdb.DuckDBPyConnection, flush_every: int, flush_interval_s: float = 10.0,
+                 on_saved: Callable[[pa.Table], None] | None = None):
         self.con = con
+        self.on_saved = on_saved
         self.flush_every = flush_every
         self.flush_interval_s = flush_interval_s
         self.rows: list[tuple] = []
@@ -339,6 +300,8 @@ class _CallWriter:
         rows, self.rows = self.rows, []
         self.last_flush = time.monotonic()
         write_calls(self.con, rows)
+        if rows and self.on_saved is not None:
+            self.on_saved(calls_table(rows))
 
     def flush_after_interruption(self) -> None:
         """Keep the answers already received; a failure here must not hide the original error."""

@@ -61,6 +61,11 @@ def extract_json(text: str) -> object:
     raise InvalidOutput(f"no JSON object found in output: {stripped[:120]!r}")
 
 
+def schema_for(model: type[BaseModel]) -> dict:
+    """The JSON schema requests for `model` carry."""
+    return model.model_json_schema()
+
+
 def parse_output(text: str | None, model: type[BaseModel]) -> BaseModel:
     if model is FreeText:
         if text is None or not text.strip():

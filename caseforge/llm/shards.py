@@ -1,30 +1,25 @@
-"""Scaling an LLM step out: shards of requests answered on GPU workers, merged back by one writer.
+"""Shards of an LLM step in a shard store (caseforge.store): what the orchestrator and its workers exchange, and
+nothing else. Workers never touch the warehouse (DuckDB has one writing process) and share no folder with the
+orchestrator; the store (s3://, gs://, or a local folder on one machine) is all they have in common.
 
-DuckDB has one writing process, so workers never touch the warehouse:
+One shard is a prefix of the store:
 
-  parent   write_request_shards(con, ...)  → shard-000.requests.jsonl ... (only requests not yet cached)
-  worker   run_shard(...)                  → shard-000.parquet (one row per identity, the ops.llm_calls
-                                              columns, and which worker answered in its metadata); a
-                                              DuckDB work file per shard (shard-000.work.duckdb) makes a
-                                              killed worker's re-run resume where it stopped, and a
-                                              heartbeat file (shard-000.heartbeat) tells the parent the
-                                              worker is alive
-  parent   merge_shard(con, parquet, Model) → upserts one shard into ops.llm_calls in one transaction,
-                                              parsing every answer into the step's real output model
-  parent   run_job(...) as usual           → everything is now a cache hit; no backend call is made
+  <shard>/requests.jsonl           the requests (each with its step's JSON schema), written by the orchestrator
+  <shard>/parts/<run>-NNNNNN.parquet  answers as a worker saves them (every batch_size answers or ten seconds):
+                                   a resubmitted shard asks only what no part answers yet
+  <shard>/answers.parquet          every answer of the shard, written last and whole by the worker that finished
+                                   it (the worker that answered is in the file's metadata)
 
-caseforge.llm.fanout does all of this for run_job when the settings name a worker pool.
+Rows are ops.llm_calls rows (caseforge.llm.cache.CALL_COLUMNS). The orchestrator (caseforge.llm.fanout)
+merges a shard with `merge_rows`, which parses every answer into the step's real output model first.
+The worker side is caseforge.llm.worker.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
-import socket
-import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -32,12 +27,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from caseforge.llm.jobs import CALL_COLUMNS, cached_identities, run_job, schema_for, store_calls
-from caseforge.llm.parsing import InvalidOutput, parse_output, schema_output_model
-from caseforge.llm.types import FreeText, JobResult, LLMRequest
-from caseforge.warehouse import connect, sql_text
+from caseforge.llm.cache import CALL_COLUMNS, UNANSWERED, cached_identities, store_calls
+from caseforge.llm.parsing import InvalidOutput, parse_output, schema_for, schema_output_model
+from caseforge.llm.types import FreeText, LLMRequest
+from caseforge.store import Store
 
 WORKER_METADATA = b"caseforge.worker"
+REQUESTS, ANSWERS, PARTS = "requests.jsonl", "answers.parquet", "parts/"
 
 
 def shard_of(identity: str, n_shards: int) -> int:
@@ -55,70 +51,76 @@ def split_requests(requests: list[LLMRequest], model: str, n_shards: int) -> lis
 
 
 @dataclass(frozen=True)
-class ShardFiles:
-    """Every file of one shard, side by side in the shard folder (a volume parent and workers share)."""
+class Shard:
+    """One shard's objects in a store."""
 
-    folder: Path
-    name: str           # shard-000
-
-    @classmethod
-    def of(cls, request_file: Path) -> "ShardFiles":
-        return cls(request_file.parent, request_file.name.removesuffix(".requests.jsonl"))
+    store: Store
+    name: str           # its prefix in the store, e.g. "j3f9a0c-shard-000"
 
     @property
-    def requests(self) -> Path:
-        return self.folder / f"{self.name}.requests.jsonl"
+    def requests(self) -> str:
+        return f"{self.name}/{REQUESTS}"
 
     @property
-    def parquet(self) -> Path:
-        return self.folder / f"{self.name}.parquet"
+    def answers(self) -> str:
+        return f"{self.name}/{ANSWERS}"
 
-    @property
-    def work_db(self) -> Path:
-        return self.folder / f"{self.name}.work.duckdb"
+    def part(self, run: str, number: int) -> str:
+        return f"{self.name}/{PARTS}{run}-{number:06d}.parquet"
 
-    @property
-    def heartbeat(self) -> Path:
-        return self.folder / f"{self.name}.heartbeat"
+    def parts(self) -> list[str]:
+        return [n for n in self.store.list(f"{self.name}/{PARTS}") if n.endswith(".parquet")]
 
-    def all(self) -> list[Path]:
-        """Everything a shard leaves, including DuckDB's write-ahead log and half-written files."""
-        return [self.requests, self.parquet, self.work_db, self.heartbeat,
-                self.work_db.with_name(self.work_db.name + ".wal"), self.parquet.with_suffix(".parquet.partial"),
-                self.requests.with_name(self.requests.name + ".partial"),
-                self.heartbeat.with_name(self.heartbeat.name + ".partial")]
+    def write_requests(self, requests: list[LLMRequest]) -> None:
+        self.store.put(self.requests, "".join(r.model_dump_json() + "\n" for r in requests).encode("utf-8"))
 
-    def remove(self, keep_work: bool = False) -> None:
-        for path in self.all():
-            if keep_work and path.name.startswith(self.work_db.name):
-                continue
-            path.unlink(missing_ok=True)
+    def read_requests(self) -> list[LLMRequest]:
+        text = self.store.get(self.requests).decode("utf-8")
+        return [LLMRequest.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
+    def has_answers(self) -> bool:
+        return self.store.exists(self.answers)
 
-def write_request_file(path: Path, requests: list[LLMRequest]) -> Path:
-    """One request shard (JSONL), written whole or not at all."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(r.model_dump_json() + "\n" for r in requests), encoding="utf-8")
-    partial.replace(path)
-    return path
+    def read_answers(self) -> tuple[pa.Table, dict | None]:
+        return read_rows(self.store.get(self.answers), f"{self.store.url}/{self.answers}")
 
+    def read_parts(self) -> pa.Table:
+        """Every row the parts hold, one per identity (the last saved wins)."""
+        tables = [read_rows(self.store.get(name), f"{self.store.url}/{name}")[0] for name in self.parts()]
+        if not tables:
+            return CALL_COLUMNS.empty_table()
+        rows = pa.concat_tables(tables)
+        last = {identity: i for i, identity in enumerate(rows.column("identity").to_pylist())}
+        return rows.take(sorted(last.values()))
 
-def write_request_shards(con: duckdb.DuckDBPyConnection, requests: list[LLMRequest], model: str,
-                         output_model: type[BaseModel], n_shards: int, out_dir: Path) -> list[Path]:
-    """Write the requests that have no cached answer yet as N JSONL request files (empty shards skipped)."""
-    schema = None if output_model is FreeText else schema_for(output_model)
-    with_schema = [r if r.json_schema is not None or schema is None else r.model_copy(update={"json_schema": schema})
-                   for r in requests]
-    done = cached_identities(con, [r.identity(model) for r in with_schema], ok_only=False)
-    pending = [r for r in with_schema if r.identity(model) not in done]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [write_request_file(out_dir / f"shard-{number:03d}.requests.jsonl", shard)
-            for number, shard in enumerate(split_requests(pending, model, n_shards)) if shard]
+    def remove(self) -> None:
+        self.store.delete_all(self.name)
 
 
-def read_request_shard(path: Path) -> list[LLMRequest]:
-    return [LLMRequest.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+def rows_bytes(rows: pa.Table, worker: dict | None = None) -> bytes:
+    """Rows of CALL_COLUMNS as Parquet bytes (the worker, if given, in the file's metadata)."""
+    table = rows.cast(CALL_COLUMNS)
+    if worker is not None:
+        table = table.replace_schema_metadata({WORKER_METADATA: json.dumps(worker)})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def read_rows(data: bytes, where: str) -> tuple[pa.Table, dict | None]:
+    """Parquet bytes as CALL_COLUMNS, and the worker that answered them (from the metadata)."""
+    table = pq.read_table(io.BytesIO(data))
+    missing = set(CALL_COLUMNS.names) - set(table.column_names)
+    if missing:
+        raise ValueError(f"{where}: not an LLM shard (missing columns: {', '.join(sorted(missing))})")
+    raw = (table.schema.metadata or {}).get(WORKER_METADATA)
+    return table.select(CALL_COLUMNS.names).cast(CALL_COLUMNS), json.loads(raw) if raw else None
+
+
+def answered(rows: pa.Table) -> set[str]:
+    """The identities these rows answer (ok or failed; 'unanswered' is no answer)."""
+    return {identity for identity, status in zip(rows.column("identity").to_pylist(),
+                                                  rows.column("status").to_pylist()) if status != UNANSWERED}
 
 
 def shard_output_model(requests: list[LLMRequest]) -> type[BaseModel]:
@@ -132,96 +134,13 @@ def shard_output_model(requests: list[LLMRequest]) -> type[BaseModel]:
     return schema_output_model(requests[0].json_schema)
 
 
-def this_worker() -> dict:
-    """Who answers a shard: host, process and its parent (a process worker starts one process per flow run)."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "ppid": os.getppid()}
-
-
-class Heartbeat:
-    """Rewrites a small JSON file every `every_s` seconds while a shard is answered. The parent reads its
-    content (a counter that changes), never its modification time, so clocks of different machines
-    do not matter."""
-
-    def __init__(self, path: Path, every_s: float, worker: dict):
-        self.path, self.every_s, self.worker = path, every_s, worker
-        self.beats = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat {path.name}", daemon=True)
-
-    def beat(self) -> None:
-        self.beats += 1
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps({"beat": self.beats, "at": datetime.now(timezone.utc).isoformat(),
-                                       **self.worker}), encoding="utf-8")
-        partial.replace(self.path)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
-            try:
-                self.beat()
-            except OSError:       # the shard folder went away: the parent gave this shard up
-                return
-
-    def __enter__(self) -> "Heartbeat":
-        self.beat()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
-def read_heartbeat(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def run_shard(step: str, backend, request_file: Path, max_attempts: int = 3, heartbeat_s: float = 5.0,
-              worker: dict | None = None) -> tuple[Path, JobResult]:
-    """Answer one request shard; write <name>.parquet next to it (atomically) and return its path.
-
-    The answers go to the shard's own DuckDB work file first, so a re-run of a killed shard asks only
-    what was not answered yet. Never fans out again, never re-asks a failure it recorded itself.
-    """
-    files = ShardFiles.of(Path(request_file))
-    worker = {**this_worker(), **(worker or {})}
-    requests = read_request_shard(files.requests)
-    with Heartbeat(files.heartbeat, heartbeat_s, worker):
-        con = connect(files.work_db)
-        try:
-            result = run_job(con, step, backend, requests, shard_output_model(requests), max_attempts,
-                             retry_failed=False, fanout=False)
-            table = con.execute(sql_text("llm/shard_rows.sql")).fetch_arrow_table()
-        finally:
-            con.close()
-        table = table.cast(CALL_COLUMNS).replace_schema_metadata({WORKER_METADATA: json.dumps(worker)})
-        partial = files.parquet.with_suffix(".parquet.partial")
-        pq.write_table(table, partial)
-        partial.replace(files.parquet)
-    return files.parquet, result
-
-
 @dataclass
 class MergeOutcome:
-    files: int
     rows: int
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     worker: dict | None = None
-
-
-def read_shard(path: Path) -> tuple[pa.Table, dict | None]:
-    """A Parquet shard as CALL_COLUMNS, and the worker that answered it (from its metadata)."""
-    table = pq.read_table(path)
-    missing = set(CALL_COLUMNS.names) - set(table.column_names)
-    if missing:
-        raise ValueError(f"{path}: not an LLM shard (missing columns: {', '.join(sorted(missing))})")
-    raw = (table.schema.metadata or {}).get(WORKER_METADATA)
-    return table.select(CALL_COLUMNS.names).cast(CALL_COLUMNS), json.loads(raw) if raw else None
 
 
 def parse_into(rows: pa.Table, output_model: type[BaseModel]) -> pa.Table:
@@ -231,7 +150,8 @@ def parse_into(rows: pa.Table, output_model: type[BaseModel]) -> pa.Table:
     statuses, parsed, errors = (rows.column(n).to_pylist() for n in ("status", "parsed", "error"))
     texts = rows.column("response_text").to_pylist()
     for i, text in enumerate(texts):
-        reparse = statuses[i] == "ok" or (text is not None and output_model is not FreeText)
+        reparse = statuses[i] == "ok" or (text is not None and statuses[i] != UNANSWERED
+                                          and output_model is not FreeText)
         if not reparse:
             continue
         try:
@@ -243,31 +163,45 @@ def parse_into(rows: pa.Table, output_model: type[BaseModel]) -> pa.Table:
     return rows
 
 
-def merge_shard(con: duckdb.DuckDBPyConnection, path: Path, output_model: type[BaseModel] | None = None
-                ) -> MergeOutcome:
-    """Upsert one Parquet shard into ops.llm_calls (one transaction; only this shard's rows in memory).
-    With `output_model`, answers are parsed into it first (see parse_into)."""
-    rows, worker = read_shard(path)
+def merge_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, output_model: type[BaseModel] | None = None,
+               worker: dict | None = None) -> MergeOutcome:
+    """Upsert a shard's rows into ops.llm_calls in one transaction (a failed answer never replaces an ok one;
+    merging again changes nothing). With `output_model`, answers are parsed into it first (parse_into)."""
     if output_model is not None:
         rows = parse_into(rows, output_model)
     store_calls(con, rows)
 
     def total(name: str) -> int:
         return int(pc.sum(rows.column(name)).as_py() or 0)
-    return MergeOutcome(1, rows.num_rows, total("attempts"), total("prompt_tokens"), total("completion_tokens"),
-                        worker)
+    return MergeOutcome(rows.num_rows, total("attempts"), total("prompt_tokens"), total("completion_tokens"), worker)
 
 
-def merge_shards(con: duckdb.DuckDBPyConnection, shard_dir: Path, output_model: type[BaseModel] | None = None
+# --- the pieces used alone (a shard store by hand) -----------------------------------------------------------
+def write_request_shards(con: duckdb.DuckDBPyConnection, requests: list[LLMRequest], model: str,
+                         output_model: type[BaseModel], n_shards: int, store: Store, prefix: str = "shard"
+                         ) -> list[Shard]:
+    """The requests with no cached answer yet, as N shards in `store` (empty shards skipped)."""
+    schema = None if output_model is FreeText else schema_for(output_model)
+    with_schema = [r if r.json_schema is not None or schema is None else r.model_copy(update={"json_schema": schema})
+                   for r in requests]
+    done = cached_identities(con, [r.identity(model) for r in with_schema], ok_only=False)
+    pending = [r for r in with_schema if r.identity(model) not in done]
+    shards = []
+    for number, group in enumerate(split_requests(pending, model, n_shards)):
+        if group:
+            shard = Shard(store, f"{prefix}-{number:03d}")
+            shard.write_requests(group)
+            shards.append(shard)
+    return shards
+
+
+def merge_shards(con: duckdb.DuckDBPyConnection, store: Store, output_model: type[BaseModel] | None = None
                  ) -> MergeOutcome:
-    """Upsert every shard-*.parquet of `shard_dir` into ops.llm_calls, one shard (one transaction) at a time.
-
-    A shard's failed answer never replaces an ok answer already in the cache. Merging the same
-    shards again changes nothing.
-    """
-    outcome = MergeOutcome(0, 0)
-    for path in sorted(Path(shard_dir).glob("shard-*.parquet")):
-        one = merge_shard(con, path, output_model)
-        outcome.files += 1
-        outcome.rows += one.rows
+    """Merge every finished shard's answers in `store` into ops.llm_calls, one shard (one transaction) at a
+    time; a shard's objects stay (remove them with Shard.remove)."""
+    outcome = MergeOutcome(0)
+    for name in store.list():
+        if name.endswith(f"/{ANSWERS}"):
+            rows, worker = Shard(store, name.rsplit("/", 1)[0]).read_answers()
+            outcome.rows += merge_rows(con, rows, output_model, worker).rows
     return outcome

@@ -40,10 +40,22 @@ def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     flow_name, deployment_name = fanout["deployment"].split("/")
     config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
     deployment = next(d for d in config["deployments"] if d["name"] == deployment_name)
-    assert deployment["entrypoint"] == "flows/llm_shard.py:llm_shard_flow" and llm_shard_flow.name == flow_name
+    # the flow of the worker's own installed caseforge, wherever its checkout is: no folder to pull into
+    assert deployment["entrypoint"] == "caseforge.flows.llm_shard.llm_shard_flow" and llm_shard_flow.name == flow_name
+    assert deployment["pull"] == [] and "/opt/caseforge" not in (DEPLOYMENTS / "prefect.yaml").read_text()
     assert deployment["work_pool"]["name"] == "caseforge-gpu"
-    volumes = deployment["work_pool"]["job_variables"]["volumes"]
-    assert "{{ $CASEFORGE_SHARD_DIR }}:{{ $CASEFORGE_SHARD_DIR }}" in volumes   # same path on both sides
+    job = deployment["work_pool"]["job_variables"]
+    assert job["volumes"] == ["{{ $CASEFORGE_MODELS_DIR }}:/models:ro"]          # no shard folder
+    assert int(job["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]) == fanout["heartbeat_s"]
+    assert fanout["stale_after_s"] >= 3 * fanout["heartbeat_s"]
+
+
+def test_the_kubernetes_job_template_has_no_shard_volume_and_reads_the_store_credentials_from_a_secret():
+    template = yaml.safe_load((DEPLOYMENTS / "gpu" / "k8s-job-template.yaml").read_text())
+    pod = template["job_configuration"]["job_manifest"]["spec"]["template"]["spec"]
+    assert [v["name"] for v in pod["volumes"]] == ["models", "dshm"]
+    assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "{{ store_secret }}"}}]
+    assert "shards_claim" not in template["variables"]["properties"]
 
 
 def test_the_workers_extra_is_pinned_on_top_of_the_lock():

@@ -13,8 +13,10 @@ from caseforge import settings_file
 from caseforge.llm import FreeText, run_job
 from caseforge.llm import fanout
 from caseforge.llm.config import LLMChoice
-from caseforge.llm.shards import ShardFiles, run_shard, write_request_file
+from caseforge.llm.shards import Shard
 from caseforge.llm.types import Completion
+from caseforge.llm.worker import run_shard
+from caseforge.store import StoreError, open_store
 from caseforge.warehouse import connect
 
 
@@ -50,10 +52,12 @@ class EchoBackendDouble:
 
 
 class ShardRunsDouble:
-    """Stands in for Prefect: each submitted shard is answered by run_shard in a thread. `how(shard, n)` says
-    what the n-th submission of a shard does: "ok", "dies" (killed mid-shard: its run stays running and its
-    heartbeat stops), "fails" (the run fails), "waits" (no worker ever takes it), "stuck" (a worker took it
-    and died before starting it)."""
+    """Stands in for Prefect: each submitted shard is answered by run_shard in a thread, whose flow-run
+    heartbeat beats while it works. `how(shard, n)` says what the n-th submission of a shard does: "ok",
+    "dies" (killed mid-shard: its run stays running and its heartbeat stops), "fails" (the run fails),
+    "waits" (no worker ever takes it), "stuck" (a worker took it and died before starting it), "crashes after"
+    (answers everything, then its run is marked Crashed without the worker writing its answers: the zombie
+    automation's false positive)."""
 
     def __init__(self, how=lambda shard, n: "ok", ready: bool | None = True, **worker_backend):
         self.how, self.ready, self.worker_backend = how, ready, worker_backend
@@ -65,31 +69,48 @@ class ShardRunsDouble:
 
     def submit(self, deployment, pool, parameters, name):
         run_id = f"run-{len(self.submitted) + 1}"
-        shard = Path(parameters["request_file"]).name.removesuffix(".requests.jsonl")
-        n = 1 + sum(1 for _, _, p in self.submitted if p["request_file"] == parameters["request_file"])
+        shard = parameters["shard"].split("-", 1)[1]          # <job>-shard-NNN
+        n = 1 + sum(1 for _, _, p in self.submitted if p["shard"] == parameters["shard"])
         self.submitted.append((run_id, name, parameters))
         how = self.how(shard, n)
         state = {"waits": fanout.WAITING, "stuck": fanout.STARTING}.get(how, fanout.RUNNING)
-        record = self.runs[run_id] = {"state": state, "message": ""}
+        record = self.runs[run_id] = {"state": state, "message": "", "beats": 0}
         if how in ("waits", "stuck"):
             return run_id
         backend = self.workers[run_id] = EchoBackendDouble(die_after=1 if how == "dies" else None,
                                                            broken=how == "fails", **self.worker_backend)
+        stopped = threading.Event()
+
+        def beat():
+            while not stopped.wait(0.05):
+                record["beats"] += 1
 
         def work():
+            threading.Thread(target=beat, daemon=True).start()
             try:
-                run_shard(parameters["step"], backend, Path(parameters["request_file"]), parameters["max_attempts"],
-                          heartbeat_s=parameters["heartbeat_s"], worker={"name": f"worker-of-{run_id}"})
-                record["state"] = fanout.COMPLETED
+                store = open_store(parameters["store"])
+                shard = Shard(store, parameters["shard"])
+                run_shard(parameters["step"], backend, shard, parameters["max_attempts"],
+                          worker={"name": f"worker-of-{run_id}"})
+                if how == "crashes after":
+                    store.delete(shard.answers)
+                    record.update(state=fanout.FAILED, message="crashed: marked by the zombie automation")
+                else:
+                    record["state"] = fanout.COMPLETED
             except KeyboardInterrupt:
                 pass                                     # killed: nobody tells the server
             except Exception as exc:                     # noqa: BLE001
                 record.update(state=fanout.FAILED, message=f"failed: {exc}")
+            finally:
+                stopped.set()
         threading.Thread(target=work, daemon=True).start()
         return run_id
 
     def state(self, run_id):
         return self.runs[run_id]["state"], self.runs[run_id]["message"]
+
+    def heartbeat(self, run_id):
+        return str(self.runs[run_id]["beats"]) if self.runs[run_id]["beats"] else None
 
     def pool_ready(self, pool):
         return self.ready
@@ -137,7 +158,7 @@ def test_a_fanned_out_job_equals_the_same_job_in_process(tmp_path, runs_installe
     runs = runs_installed(ShardRunsDouble(bad={7}))
     con = connect(tmp_path / "fanned.duckdb")
     orchestrator = EchoBackendDouble(bad={7})
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", orchestrator, requests, Number, max_attempts=1)
 
     assert orchestrator.asked == []                       # every answer came from a shard run
@@ -162,13 +183,13 @@ def test_a_shard_whose_worker_dies_is_submitted_again_and_resumes(tmp_path, runs
     requests = requests_for(range(24))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "dies" if (shard, n) == ("shard-001", 1) else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     assert len(result.outputs) == 24 and not result.failures
     shard = next(s for s in result.fanout.shards if s.number == 1)
     assert [s.outcome for s in shard.submissions][-1] == "merged" and len(shard.submissions) == 2
-    assert "no heartbeat" in shard.submissions[0].outcome
+    assert "no flow-run heartbeat" in shard.submissions[0].outcome
     assert runs.crashed == [shard.submissions[0].run_id]
     first, second = (runs.workers[s.run_id] for s in shard.submissions)
     assert len(first.asked) == 2 and len(second.asked) == len(shard.identities) - 2   # resumed, not redone
@@ -179,7 +200,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     requests = requests_for(range(16))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "fails" if shard == "shard-002" else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     shard = next(s for s in result.fanout.shards if s.number == 2)
@@ -189,11 +210,11 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     assert all("shard 2 given up" in f.reason for f in result.failures.values())
     cached = {row[0] for row in calls(con)}
     assert not cached & set(shard.identities)             # not cached: the next run asks them again
-    # only the work file of the given-up shard stays, for a later run to resume from
-    assert [Path(p).name for p in leftovers(tmp_path / "shards")] == ["shard-002.work.duckdb"]
+    # the given-up shard's requests are gone; it saved no answer, so nothing of it stays
+    assert leftovers(tmp_path / "shards") == []
 
     runs.how = lambda shard, n: "ok"
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         retried = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert not retried.failures and len(retried.fanout.shards) == 1
     assert leftovers(tmp_path / "shards") == []
@@ -202,7 +223,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
 def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "stuck" if n == 1 else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.outputs) == 8
     assert all("not started within start_timeout_s" in s.submissions[0].outcome for s in result.fanout.shards)
@@ -212,7 +233,7 @@ def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, ru
 def test_shards_no_worker_takes_are_given_up(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "waits", ready=False))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.failures) == 8 and not result.outputs
     assert all("no worker on pool test-gpu" in s.reason for s in result.fanout.shards)
@@ -223,23 +244,53 @@ def test_answers_a_stopped_job_left_are_merged_first(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
     requests = requests_for(range(10))
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
-        folder = fanout.shard_folder(con, fanout.FanoutSettings.from_settings(), "echo")
-        folder.mkdir(parents=True)
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+        store = fanout.step_store(con, fanout.FanoutSettings.from_settings(), "echo")
         schema = Number.model_json_schema()
-        left = [r.model_copy(update={"json_schema": schema}) for r in requests[:4]]
-        run_shard("echo", EchoBackendDouble(), write_request_file(folder / "shard-009.requests.jsonl", left))
-        ShardFiles(folder, "shard-009").requests.unlink()
+        left = Shard(store, "0ldj0b00-shard-009")           # a job that stopped after its worker finished
+        left.write_requests([r.model_copy(update={"json_schema": schema}) for r in requests[:4]])
+        run_shard("echo", EchoBackendDouble(), left)
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert result.fanout.leftover_rows == 4 and len(result.outputs) == 10
     assert sum(len(s.identities) for s in result.fanout.shards) == 6
     assert len(runs.submitted) == len(result.fanout.shards)
+    assert leftovers(tmp_path / "shards") == []
+
+
+def test_a_given_up_shard_leaves_its_saved_answers_and_the_next_run_asks_only_the_rest(tmp_path, runs_installed):
+    requests = requests_for(range(12))
+    runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "dies"))
+    con = connect(tmp_path / "fanned.duckdb")
+    settings = {"fanout": {**FAST, "shards": 1, "max_submissions": 1, "store": str(tmp_path / "shards")}}
+    with settings_file.overriding(settings):
+        result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
+    [shard] = result.fanout.shards
+    assert shard.status == "failed" and len(result.failures) == 12
+    assert [p.rsplit("/", 2)[-2] for p in leftovers(tmp_path / "shards")] == ["parts"]   # one batch of 2, saved
+
+    runs.how = lambda shard, n: "ok"
+    with settings_file.overriding(settings):
+        again = run_job(con, "echo", EchoBackendDouble(), requests, Number)
+    assert not again.failures and again.fanout.leftover_rows == 2
+    assert len(runs.workers[runs.submitted[-1][0]].asked) == 10              # only what no part answered
+    assert leftovers(tmp_path / "shards") == []
+
+
+def test_a_run_marked_crashed_whose_answers_are_in_the_store_is_merged_not_redone(tmp_path, runs_installed):
+    runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "crashes after"))
+    con = connect(tmp_path / "fanned.duckdb")
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(16)), Number)
+    assert len(result.outputs) == 16 and not result.failures
+    assert len(runs.submitted) == len(result.fanout.shards)                # none submitted again
+    assert all("every answer in the saved parts" in s.submissions[0].outcome for s in result.fanout.shards)
+    assert leftovers(tmp_path / "shards") == []
 
 
 def test_prose_steps_fan_out_too(tmp_path, runs_installed):
     runs_installed(ShardRunsDouble(prose=True))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "prose", EchoBackendDouble(prose=True), requests_for(range(6)), FreeText)
     assert result.fanout is not None and result.outputs["n3"].text == "The number is 3."
 
@@ -247,7 +298,7 @@ def test_prose_steps_fan_out_too(tmp_path, runs_installed):
 def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, runs_installed):
     con = connect(tmp_path / "w.duckdb")
     runs_installed(None)
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         with pytest.raises(RuntimeError, match="nothing can submit shard runs"):
             run_job(con, "echo", EchoBackendDouble(), requests_for(range(3)), Number)
         handed_over = EchoBackendDouble()
@@ -278,3 +329,141 @@ def test_a_backend_chosen_through_the_settings_knows_its_choice():
     backend = backend_for(chosen)
     assert backend.choice == chosen
     assert backend.choice.identity()["options"] == {"base_url": "http://gpu:8000/v1"}
+
+
+def test_settings_name_the_store_and_refuse_what_cannot_work():
+    with settings_file.overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
+        with pytest.raises(ValueError, match=r"shard_dir is now \[fanout\] store"):
+            fanout.FanoutSettings.from_settings()
+    with settings_file.overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
+        with pytest.raises(ValueError, match="less than three heartbeats"):
+            fanout.FanoutSettings.from_settings()
+    with settings_file.overriding({"fanout": {"pool": "gpu", "store": "s3://b/p", "store_endpoint_url": "http://s3:9000"}}):
+        chosen = fanout.FanoutSettings.from_settings()
+        assert (chosen.store, chosen.store_endpoint_url) == ("s3://b/p", "http://s3:9000")
+
+
+def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
+    runs = runs_installed(ShardRunsDouble())
+    con = connect(tmp_path / "fanned.duckdb")
+    with settings_file.overriding({"fanout": {**FAST, "min_shard_requests": 5, "store": str(tmp_path / "s")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(12)), Number)
+    assert len(runs.submitted) == len(result.fanout.shards) <= 3 and len(result.outputs) == 12
+
+
+# --- the model endpoint is the worker's own (issue 37, item 5) -------------------------------------------------
+def openai_backend(base_url: str, **options):
+    from caseforge.llm.config import backend
+    return backend("echo", "generator", "openai", "double-model", base_url=base_url, structured="none",
+                   max_retries=0, concurrency=4, batch_size=4, api_key="orchestrator-secret", **options)
+
+
+def test_a_loopback_endpoint_or_a_key_is_never_shipped_to_a_worker():
+    shipped = fanout.options_for_workers(openai_backend("http://127.0.0.1:8000/v1").choice)
+    assert "base_url" not in shipped and "api_key" not in shipped and shipped["max_retries"] == 0
+    assert "base_url" not in fanout.options_for_workers(openai_backend("http://localhost:8000/v1").choice)
+    assert fanout.options_for_workers(openai_backend("http://vllm.internal:8000/v1").choice)["base_url"] == (
+        "http://vllm.internal:8000/v1")
+
+
+def test_a_worker_resolves_its_endpoint_from_its_own_settings_and_environment(monkeypatch):
+    from caseforge.llm.worker import worker_choice
+
+    shipped = {"base_url": "http://vllm.internal:8000/v1", "max_retries": 0}
+    monkeypatch.delenv("CASEFORGE_OPENAI_BASE_URL", raising=False)
+    assert worker_choice("echo", "generator", "openai", "m", shipped).options["base_url"] == shipped["base_url"]
+    monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", "http://127.0.0.1:9999/v1")      # this machine's own server
+    choice = worker_choice("echo", "generator", "openai", "m", shipped)
+    assert "base_url" not in choice.options and choice.options["max_retries"] == 0
+    monkeypatch.delenv("CASEFORGE_OPENAI_BASE_URL")
+    with settings_file.overriding({"llm": {"backends": {"openai": {"options": {"base_url": "http://gpu-7:8000/v1"}}}}}):
+        assert worker_choice("echo", "generator", "openai", "m", shipped).options["base_url"] == "http://gpu-7:8000/v1"
+
+
+class RealWorkerRuns(ShardRunsDouble):
+    """Stands in for Prefect only: each shard is answered in a thread by the worker's own code
+    (caseforge.llm.worker.answer_shard: its choice, its backend, its endpoint from this process's environment)
+    from the parameters a run would get."""
+
+    def submit(self, deployment, pool, parameters, name):
+        from caseforge.llm.worker import answer_shard
+
+        run_id = f"run-{len(self.submitted) + 1}"
+        self.submitted.append((run_id, name, parameters))
+        record = self.runs[run_id] = {"state": fanout.RUNNING, "message": "", "beats": 1}
+
+        def work():
+            try:
+                p = parameters
+                answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
+                             p["max_attempts"], p["role"], {"worker": "real-worker-double"})
+                record["state"] = fanout.COMPLETED
+            except Exception as exc:                     # noqa: BLE001
+                record.update(state=fanout.FAILED, message=f"failed: {exc}")
+        threading.Thread(target=work, daemon=True).start()
+        return run_id
+
+
+def test_a_worker_that_cannot_reach_its_model_records_failures_that_the_next_run_asks_again(
+        tmp_path, runs_installed, monkeypatch):
+    import socket
+
+    from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
+
+    def echo(body, call_number):
+        number = int(body["messages"][-1]["content"].split("number ")[1].split(" ")[0])
+        return chat_reply(json.dumps({"value": number}))
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"     # closed again: connections are refused
+    runs = runs_installed(RealWorkerRuns())
+    con = connect(tmp_path / "fanned.duckdb")
+    requests = requests_for(range(10))
+    with ScriptedOpenAIServerDouble(echo) as orchestrators_server, ScriptedOpenAIServerDouble(echo) as workers_server:
+        orchestrator = openai_backend(orchestrators_server.base_url)
+        monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", dead)               # the worker's machine: no model
+        with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
+            first = run_job(con, "echo", orchestrator, requests, Number)
+        assert not first.outputs and len(first.failures) == 10
+        assert all(not f.answered and "connection problem" in f.reason for f in first.failures.values()), \
+            next(iter(first.failures.values()))
+        assert not con.execute("SELECT count(*) FROM ops.llm_calls WHERE status <> 'unanswered'").fetchone()[0]
+        assert all("base_url" not in p["options"] for _, _, p in runs.submitted)
+
+        monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", workers_server.base_url)   # its model is up now
+        with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
+            second = run_job(con, "echo", orchestrator, requests, Number)
+        assert not second.failures and {k: v.value for k, v in second.outputs.items()} == {
+            f"n{i}": i for i in range(10)}
+        assert workers_server.calls == 10 and orchestrators_server.calls == 0
+
+
+# --- a bad store is refused before any shard is submitted (a real S3-compatible server) -------------------------
+@pytest.mark.parametrize("problem", ["wrong credentials", "missing bucket", "unreachable endpoint"])
+def test_a_bad_store_is_one_line_before_any_shard_is_submitted(problem, s3_env, tmp_path, runs_installed,
+                                                               monkeypatch):
+    import socket
+    import time
+
+    runs = runs_installed(ShardRunsDouble())
+    bucket, endpoint = s3_env.bucket, ""
+    if problem == "wrong credentials":
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        fix = "the credentials were refused"
+    elif problem == "missing bucket":
+        bucket, fix = "no-such-bucket", "bucket 'no-such-bucket' does not exist there: create it"
+    else:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        fix = "cannot reach the endpoint"
+    con = connect(tmp_path / "fanned.duckdb")
+    started = time.monotonic()
+    with settings_file.overriding({"fanout": {**FAST, "store": f"s3://{bucket}/shards", "store_endpoint_url": endpoint}}):
+        with pytest.raises(StoreError) as exc:
+            run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
+    message = str(exc.value)
+    assert "\n" not in message and message.startswith(f"store s3://{bucket}/shards/fanned-"), message
+    assert fix in message, message
+    assert runs.submitted == [] and time.monotonic() - started < 60

@@ -3,7 +3,6 @@ import json
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from pydantic import BaseModel
 
@@ -11,10 +10,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from echo_prompts import Number, requests_for  # noqa: E402
 
 from caseforge.llm import FreeText, run_job  # noqa: E402
-from caseforge.llm.shards import (merge_shards, read_request_shard, run_shard,  # noqa: E402
-                                  split_requests, write_request_shards)
+from caseforge.llm.shards import Shard, merge_shards, read_rows, split_requests, write_request_shards  # noqa: E402
 from caseforge.llm.types import Completion  # noqa: E402
+from caseforge.llm.worker import run_shard  # noqa: E402
+from caseforge.store import open_store  # noqa: E402
 from caseforge.warehouse import connect  # noqa: E402
+
+
+def answer_rows(shard: Shard):
+    return read_rows(shard.store.get(shard.answers), shard.answers)[0]
 
 
 class EchoBackendDouble:
@@ -51,38 +55,38 @@ def test_split_is_stable_and_complete():
 def test_shards_round_trip_into_the_cache(db_path, tmp_path):
     con = connect(db_path)
     run_job(con, "echo", EchoBackendDouble(), requests_for(range(3)), Number)   # already answered
-    shard_dir = tmp_path / "shards"
-    files = write_request_shards(con, requests_for(range(20)), "double-model", Number, 3, shard_dir)
-    sent = [r.key for f in files for r in read_request_shard(f)]
+    store = open_store(tmp_path / "shards")
+    files = write_request_shards(con, requests_for(range(20)), "double-model", Number, 3, store)
+    sent = [r.key for f in files for r in f.read_requests()]
     assert sorted(sent) == sorted(f"n{i}" for i in range(3, 20))
     for f in files:
-        parquet_path, result = run_shard("echo", EchoBackendDouble(bad={7}), f, max_attempts=2)
-        assert pq.read_table(parquet_path).num_rows == len(read_request_shard(f))
-    outcome = merge_shards(con, shard_dir)
-    assert (outcome.files, outcome.rows) == (len(files), 17)
+        name, result = run_shard("echo", EchoBackendDouble(bad={7}), f, max_attempts=2)
+        assert name == f.answers and answer_rows(f).num_rows == len(f.read_requests())
+    outcome = merge_shards(con, store)
+    assert outcome.rows == 17 and len(files) == 3
     untouched = EchoBackendDouble()
     result = run_job(con, "echo", untouched, requests_for(range(20)), Number)
     assert untouched.asked == [] and result.cache_hits == 20
     assert {k: v.value for k, v in result.outputs.items()} == {f"n{i}": i for i in range(20) if i != 7}
     assert result.failures["n7"].raw == "no idea"
-    merge_shards(con, shard_dir)   # merging again adds nothing
+    merge_shards(con, store)   # merging again adds nothing
     assert con.execute("SELECT count(*), count(DISTINCT identity) FROM ops.llm_calls").fetchone() == (20, 20)
 
 
 def test_a_failed_shard_answer_never_replaces_an_ok_one(db_path, tmp_path):
     con = connect(db_path)
-    shard_dir = tmp_path / "shards"
-    [request_file] = write_request_shards(con, requests_for([5]), "double-model", Number, 1, shard_dir)
-    run_shard("echo", EchoBackendDouble(bad={5}), request_file, max_attempts=1)
+    store = open_store(tmp_path / "shards")
+    [shard] = write_request_shards(con, requests_for([5]), "double-model", Number, 1, store)
+    run_shard("echo", EchoBackendDouble(bad={5}), shard, max_attempts=1)
     run_job(con, "echo", EchoBackendDouble(), requests_for([5]), Number)   # answered meanwhile, ok
-    merge_shards(con, shard_dir)
+    merge_shards(con, store)
     assert con.execute("SELECT status FROM ops.llm_calls").fetchall() == [("ok",)]
 
 
-def test_a_killed_shard_resumes_from_its_own_work_file(tmp_path):
-    shard_dir = tmp_path / "shards"
-    [request_file] = write_request_shards(connect(tmp_path / "w.duckdb"), requests_for(range(10)), "double-model",
-                                          Number, 1, shard_dir)
+def test_a_killed_shard_resumes_from_the_parts_it_saved_in_the_store(tmp_path):
+    store = open_store(tmp_path / "shards")
+    [shard] = write_request_shards(connect(tmp_path / "w.duckdb"), requests_for(range(10)), "double-model",
+                                   Number, 1, store)
 
     class DiesOnSecondBatchDouble(EchoBackendDouble):
         def complete_batch(self, requests):
@@ -91,12 +95,12 @@ def test_a_killed_shard_resumes_from_its_own_work_file(tmp_path):
             return super().complete_batch(requests)
 
     with pytest.raises(KeyboardInterrupt):
-        run_shard("echo", DiesOnSecondBatchDouble(), request_file)
-    assert not (shard_dir / "shard-000.parquet").exists()
+        run_shard("echo", DiesOnSecondBatchDouble(), shard)
+    assert not shard.has_answers() and len(shard.parts()) == 1       # the first batch, saved as it came
     resumed = EchoBackendDouble()
-    run_shard("echo", resumed, request_file)
+    run_shard("echo", resumed, shard)
     assert len(resumed.asked) == 6
-    assert pq.read_table(shard_dir / "shard-000.parquet").num_rows == 10
+    assert answer_rows(shard).num_rows == 10
 
 
 def test_a_worker_checks_answers_against_the_schema_the_requests_carry(tmp_path):
@@ -119,7 +123,7 @@ class Echoed(BaseModel):
     value: int
 
 
-def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, tmp_path):
+def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, tmp_path, monkeypatch):
     from caseforge.flows.llm_shard import answer_shard
     from caseforge.llm.backends.replay import export_replay
 
@@ -127,9 +131,10 @@ def test_the_gpu_shard_task_answers_a_shard_with_a_configured_backend(db_path, t
     run_job(recorded, "echo", EchoBackendDouble(), requests_for(range(6)), Echoed)
     export_replay(recorded, tmp_path / "replay.jsonl")
     con = connect(db_path)
-    files = write_request_shards(con, requests_for(range(6)), "double-model", Echoed, 2, tmp_path / "shards")
+    store = open_store(tmp_path / "shards")
+    files = write_request_shards(con, requests_for(range(6)), "double-model", Echoed, 2, store)
+    monkeypatch.setenv("CASEFORGE_REPLAY_FILE", str(tmp_path / "replay.jsonl"))   # this machine's own file
     for f in files:
-        counts = answer_shard.fn("echo", str(f), "replay", "double-model",
-                                 {"replay_file": str(tmp_path / "replay.jsonl")}, 1)
-        assert counts["llm_failed"] == 0 and Path(counts["parquet"]).exists()
-    assert merge_shards(con, tmp_path / "shards").rows == 6
+        counts = answer_shard.fn("echo", str(tmp_path / "shards"), f.name, "replay", "double-model", {}, 1)
+        assert counts["llm_failed"] == 0 and counts["answers"] == f"{store.url}/{f.answers}" and f.has_answers()
+    assert merge_shards(con, store).rows == 6

@@ -278,15 +278,17 @@ def test_an_evaluation_refuses_an_output_folder_in_the_warehouses_own_files(ware
     assert not (warehouse.parquet_dir / "eval").exists()
 
 
-def test_the_llm_shard_folder_may_not_be_the_warehouses_own(warehouse, tmp_path):
-    from caseforge.llm.fanout import FanoutSettings, shard_folder
+def test_the_llm_shard_store_may_not_be_the_warehouses_own_folder(warehouse, tmp_path):
+    from pathlib import Path
+
+    from caseforge.llm.fanout import FanoutSettings, step_store
     from caseforge.outputs import OutputRefused
 
     con = connect(warehouse.db_path, read_only=True)
     try:
         with pytest.raises(OutputRefused):
-            shard_folder(con, FanoutSettings(pool="gpu", shard_dir=str(warehouse.parquet_dir)), "casefacts.generate")
-        mine = shard_folder(con, FanoutSettings(pool="gpu", shard_dir=str(tmp_path / "shards")), "casefacts.generate")
+            step_store(con, FanoutSettings(pool="gpu", store=str(warehouse.parquet_dir)), "casefacts.generate")
+        mine = step_store(con, FanoutSettings(pool="gpu", store=str(tmp_path / "shards")), "casefacts.generate")
     finally:
         con.close()
-    assert mine.is_relative_to(tmp_path / "shards")
+    assert Path(mine.root).is_relative_to(tmp_path / "shards")

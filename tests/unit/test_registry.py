@@ -57,8 +57,12 @@ def test_deployments_run_flows_the_registry_knows():
     for prefect_file in (ROOT / "deployments").rglob("*.yaml"):
         config = yaml.safe_load(prefect_file.read_text())
         for deployment in (config or {}).get("deployments") or []:
-            path, _, name = deployment["entrypoint"].partition(":")
-            assert (ROOT / path).is_file(), f"{prefect_file.name}: {deployment['name']}: no file {path}"
-            module = "caseforge." + path.removesuffix(".py").replace("/", ".")
+            entrypoint = deployment["entrypoint"]
+            if ":" in entrypoint:                 # a file of the project: path/to/flow.py:function
+                path, _, name = entrypoint.partition(":")
+                assert (ROOT / path).is_file(), f"{prefect_file.name}: {deployment['name']}: no file {path}"
+                module = "caseforge." + path.removesuffix(".py").replace("/", ".")
+            else:                                 # a module of the installed package: caseforge.flows.x.function
+                module, _, name = entrypoint.rpartition(".")
             by_entrypoint[deployment["name"]] = getattr(__import__(module, fromlist=[name]), name).fn
     assert by_entrypoint and set(by_entrypoint.values()) <= known

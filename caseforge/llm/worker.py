@@ -1,0 +1,86 @@
+"""The worker side of a fan-out: answer one shard of a shard store (caseforge.llm.shards) on this machine.
+
+A worker needs the store's URL (credentials from its own environment), its model (endpoint or files, from
+its own settings and environment) and nothing of the orchestrator's: no folder, no warehouse. It keeps its
+answers in a database in memory, saves each batch to the store as a part the moment it is saved, and writes
+the shard's answers whole at the end. A resubmitted shard starts from the parts earlier runs saved and asks
+only the rest (answers no endpoint gave, 'unanswered', are asked again).
+
+`worker_choice` resolves what the orchestrator chose into this machine's terms: paths and keys never come
+from the orchestrator, and neither does an endpoint this machine names itself (CASEFORGE_OPENAI_BASE_URL or
+base_url in its settings file); the orchestrator never ships an endpoint on its own loopback.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+
+from caseforge.llm.cache import store_calls
+from caseforge.llm.config import LLMChoice, backend_for, llm_choice
+from caseforge.llm.jobs import run_job
+from caseforge.llm.shards import Shard, answered, rows_bytes, shard_output_model
+from caseforge.llm.types import JobResult
+from caseforge.store import Store
+from caseforge.warehouse import connect, sql_text
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_OPTION = "base_url"
+ENDPOINT_ENV = "CASEFORGE_OPENAI_BASE_URL"
+
+
+def this_worker() -> dict:
+    """Who answers a shard: host, process and its parent (a process worker starts one process per flow run)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "ppid": os.getppid()}
+
+
+def worker_choice(step: str, role: str, backend: str | None, model: str | None, options: dict) -> LLMChoice:
+    """The orchestrator's choice (backend, model, options without paths and keys) on this machine: its own
+    settings and environment give paths, keys, and the endpoint when they name one."""
+    options = dict(options)
+    own = llm_choice(step=step, role=role, backend=backend, model=model)
+    if os.environ.get(ENDPOINT_ENV) or own.options.get(ENDPOINT_OPTION):
+        options.pop(ENDPOINT_OPTION, None)
+    return llm_choice(step=step, role=role, backend=backend, model=model, **options)
+
+
+def run_shard(step: str, backend, shard: Shard, max_attempts: int = 3, worker: dict | None = None
+              ) -> tuple[str, JobResult]:
+    """Answer one shard: resume from its parts, save every batch as a part, write its answers whole.
+    Returns the answers' name in the store and the job's result. Never fans out again, never re-asks a
+    failure an earlier run of the shard recorded."""
+    worker = {**this_worker(), **(worker or {})}
+    requests = shard.read_requests()
+    run = uuid.uuid4().hex[:12]
+    saved = 0
+    con = connect(":memory:")
+    try:
+        earlier = shard.read_parts()
+        if earlier.num_rows:
+            store_calls(con, earlier)
+            log.info("llm %s: shard %s resumes: %d of %d request(s) answered by earlier runs", step, shard.name,
+                     len(answered(earlier)), len(requests))
+
+        def save(rows) -> None:
+            nonlocal saved
+            saved += 1
+            shard.store.put(shard.part(run, saved), rows_bytes(rows, worker))
+
+        result = run_job(con, step, backend, requests, shard_output_model(requests), max_attempts,
+                         retry_failed=False, fanout=False, on_saved=save)
+        rows = con.execute(sql_text("llm/shard_rows.sql")).fetch_arrow_table()
+    finally:
+        con.close()
+    shard.store.put(shard.answers, rows_bytes(rows, worker))
+    return shard.answers, result
+
+
+def answer_shard(step: str, store: Store, shard_name: str, backend: str | None, model: str | None, options: dict,
+                 max_attempts: int, role: str = "generator", worker: dict | None = None) -> dict:
+    """What the shard flow run does (flows/llm_shard.py): the backend this machine makes of the orchestrator's
+    choice answers the shard. Returns the job's counts and where the answers are."""
+    choice = worker_choice(step, role, backend, model, options)
+    name, result = run_shard(step, backend_for(choice), Shard(store, shard_name), max_attempts, worker)
+    return {"answers": f"{store.url}/{name}", **result.counts()}
