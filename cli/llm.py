@@ -251,7 +251,7 @@ def run_stats(args: argparse.Namespace) -> int:
     finally:
         con.close()
     print_rows(columns, rows, args.format)
-    print(CACHE_KEY_NOTE, file=notes_out(args.format))
+    print(CACHE_KEY_NOTE, file=sys.stderr)
     return 0
 
 
