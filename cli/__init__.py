@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
     if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
         os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
+    refresh_before = os.environ.get("CASEFORGE_LLM_REFRESH")
+    if getattr(args, "refresh", False):
+        os.environ["CASEFORGE_LLM_REFRESH"] = "1"
     common.SHOW_TRACEBACKS = args.debug
     terminal_tracebacks(args.debug)
     quiet_once_stopped()
@@ -100,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:                                # main() also runs in-process (tests, notebooks): leave no trace
             runs.forget_stop()
             sys.unraisablehook = unraisable_before
-            if retry_before is None:
-                os.environ.pop("CASEFORGE_LLM_RETRY_FAILED", None)
-            else:
-                os.environ["CASEFORGE_LLM_RETRY_FAILED"] = retry_before
+            for name, before in (("CASEFORGE_LLM_RETRY_FAILED", retry_before), ("CASEFORGE_LLM_REFRESH", refresh_before)):
+                if before is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = before
 
 
 def _quiet_about_lost_stops(hook):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from caseforge.cli.common import add_db_option, add_retry_failed_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import add_db_option, add_llm_cache_options, finish, flow_arguments, run_flow
 from caseforge.flows import registry
 
 
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         one = builders.add_parser(name, help=builder.description)
         OPTIONS[name](one)
         add_db_option(one)
-        add_retry_failed_option(one)
+        add_llm_cache_options(one)
         one.set_defaults(handler=run)
 
 

@@ -19,7 +19,7 @@ from typing import Iterable
 from caseforge.errors import CommandFailed
 
 __all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option",
-           "add_retry_failed_option", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
+           "add_llm_cache_options", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
            "jsonable", "notes_out", "one_line", "print_rows", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
            "unknown_value"]
 
@@ -94,10 +94,13 @@ def notes_out(fmt: str):
     return sys.stderr if fmt in ("csv", "json") else sys.stdout
 
 
-def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
+def add_llm_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-failed", dest="retry_failed", action="store_true",
                         help="ask again, once, every LLM request whose cached answer is a failure "
                              "(default: the settings' [llm] retry_failed)")
+    parser.add_argument("--refresh", dest="refresh", action="store_true",
+                        help="ask every LLM request again, cached or not; the new answers replace the cached "
+                             "ones, which are kept in ops.llm_call_history")
 
 
 def one_line(exc: BaseException) -> str:

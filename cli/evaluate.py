@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from caseforge.cli.common import (add_db_option, add_retry_failed_option, finish, flow_arguments, notes_out,
+from caseforge.cli.common import (add_db_option, add_llm_cache_options, finish, flow_arguments, notes_out,
                                   run_flow)
 from caseforge.flows import registry
 
@@ -169,7 +169,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         one = evaluations.add_parser(name, help=evaluation.description)
         OPTIONS[name](one)
         add_db_option(one)
-        add_retry_failed_option(one)
+        add_llm_cache_options(one)
         one.set_defaults(handler=run)
 
 

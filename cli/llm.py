@@ -3,15 +3,21 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import sys
 import importlib.util
 
-from caseforge.cli.common import (CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
-                                  unknown_value)
+from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out,
+                                  print_rows, unknown_value)
 from caseforge.config import settings as load_settings
 from caseforge.llm.backends import REGISTRY
 from caseforge import settings_file
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
+
+CACHE_KEY_NOTE = ("cached by request: model name, messages, sampling parameters, output schema, prompt template "
+                  "(id and content hash); not by backend or endpoint, so one model name served two ways shares "
+                  "its answers. `--refresh` (build, eval, run nightly) asks again; replaced answers are kept in "
+                  "ops.llm_call_history (the `replaced` column)")
 
 # what each backend needs installed, for `llm models`
 _NEEDS = {"replay": None, "openai": "httpx", "llamacpp": "llama_cpp", "vllm": "vllm"}
@@ -40,6 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_choice_options(ping)
     ping.add_argument("--timeout-s", type=float, default=30.0)
     ping.set_defaults(handler=run_ping)
+
+    check = commands.add_parser(
+        "check", help="every step's backend, model and endpoint per role, and one tiny structured request to each "
+                      "distinct one; exit 2 with one line per problem")
+    check.add_argument("--all", dest="all_pipelines", action="store_true",
+                       help="every pipeline, not only those the nightly runs")
+    check.add_argument("--no-requests", dest="no_requests", action="store_true",
+                       help="resolve the configuration only; send nothing")
+    check.add_argument("--timeout-s", type=float, default=60.0, help="how long each endpoint may take to answer")
+    add_format_option(check)
+    check.set_defaults(handler=run_check)
 
     stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
     stats.add_argument("--step", help="one step only")
@@ -119,21 +136,106 @@ def _options(choice) -> str:
 
 
 def run_ping(args: argparse.Namespace) -> int:
+    """One tiny request without a schema: is the endpoint up and answering? (`llm check` also checks the schema,
+    every role and every step.)"""
+    from caseforge.llm.check import endpoint_of
+
     choice = _choice(args)
     if choice.backend == "openai":
         choice.options.setdefault("timeout_s", args.timeout_s)
         choice.options.setdefault("max_retries", 1)
-    backend = backend_for(choice)
+    who = f"{choice.describe()} at {endpoint_of(choice)[0]}"
     probe = LLMRequest(key="ping", messages=[{"role": "user", "content": "Reply with the single word: ready"}],
                        params=SamplingParams(max_tokens=8), template_id="ping", template_sha="-")
     try:
-        [completion] = backend.complete_batch([probe])
+        [completion] = backend_for(choice).complete_batch([probe])
     except Exception as exc:   # the point of ping is to say why it is not answering
-        raise CommandFailed([f"{choice.describe()} did not answer: {type(exc).__name__}: {exc}"]) from exc
+        raise CommandFailed([f"{who} did not answer: {type(exc).__name__}: {exc}"]) from exc
     if completion.error:
-        raise CommandFailed([f"{choice.describe()} did not answer: {completion.error}"])
+        raise CommandFailed([f"{who} did not answer: {completion.error}"])
+    text = (completion.text or "").strip()
+    if not text:
+        raise CommandFailed([f"{who} answered with empty content: the server may lack the model's chat template "
+                             "(llama_cpp.server: --chat_format, e.g. gemma or chatml)"])
     latency = f"{completion.latency_s * 1000:.0f} ms" if completion.latency_s is not None else "?"
-    print(f"{choice.describe()} answered in {latency}: {(completion.text or '').strip()[:80]!r}")
+    print(f"{who} answered in {latency}: {text[:80]!r}")
+    return 0
+
+
+# a nightly option of a builder or evaluation ([nightly.builders.<name>]) that names a role's model
+_NIGHTLY_MODEL_OPTIONS = {"model": ("generator", "system"), "validator_model": ("validator",),
+                          "judge_model": ("judge",), "nli_model": ("nli",)}
+
+
+def pipeline_uses(all_pipelines: bool = False) -> list:
+    """Every (pipeline, step, role) the nightly runs (or every pipeline), with the choice each resolves to:
+    the settings, the environment, and the nightly's own options for that pipeline ([nightly.builders.<name>],
+    [nightly.evaluations.<name>]: llm, model, validator_model, judge_model, models)."""
+    from caseforge.flows import registry
+    from caseforge.llm.check import Use
+
+    uses = []
+    for verb, section, group in (("build", "builders", registry.BUILDERS), ("eval", "evaluations", registry.EVALUATIONS)):
+        for name, entry in sorted(group.items()):
+            steps = entry.llm_steps()
+            if not steps or not (all_pipelines or entry.nightly):
+                continue
+            opts = settings_file.section("nightly", section, name) if entry.nightly else {}
+            for step, role in sorted(steps.items()):
+                models = [None]
+                if role == "system" and opts.get("models"):
+                    models = list(opts["models"])
+                else:
+                    models = [next((opts[k] for k, roles in _NIGHTLY_MODEL_OPTIONS.items()
+                                    if role in roles and opts.get(k)), None)]
+                backend = opts.get("judge_llm") if role == "judge" and opts.get("judge_llm") else opts.get("llm")
+                for model in models:
+                    use = Use(f"{verb} {name}", step, role, allow_same_family=bool(opts.get("allow_same_family")))
+                    try:
+                        use.choice = llm_choice(step=step, role=role, backend=backend, model=model)
+                    except ValueError as exc:
+                        use.problem = str(exc).replace(f"step {step}, ", "")
+                    uses.append(use)
+    return uses
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from caseforge.llm.check import family_findings, group, send_probe
+    from caseforge.llm.fanout import FanoutSettings
+
+    uses = pipeline_uses(args.all_pipelines)
+    probes = group(uses)
+    fanout = FanoutSettings.from_settings()
+    out = notes_out(args.format)
+    if fanout is not None:
+        print(f"[fanout] pool {fanout.pool}: shard workers answer every step with their own endpoints and model "
+              "files; run `caseforge llm check` on a worker machine to check them. Nothing sent from here.", file=out)
+    elif not args.no_requests:
+        for probe in probes:
+            print(f"checking {probe.backend}:{probe.model} at {probe.endpoint} ...", file=out, flush=True)
+            send_probe(probe, timeout_s=args.timeout_s)
+    by_use = {id(use): probe for probe in probes for use in probe.uses}
+    rows = []
+    for use in uses:
+        probe = by_use.get(id(use))
+        if use.choice is None:
+            rows.append((use.pipeline, use.step, use.role, "-", "-", "-", "no model"))
+        else:
+            rows.append((use.pipeline, use.step, use.role, use.choice.backend, use.choice.model, probe.endpoint,
+                         probe.status))
+    print_rows(["pipeline", "step", "role", "backend", "model", "endpoint", "check"], rows, args.format)
+    family_problems, family_warnings = family_findings(uses)
+    for warning in family_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    unresolved: dict[tuple, list[str]] = {}
+    for use in uses:
+        if use.problem:
+            unresolved.setdefault((use.pipeline, use.problem), []).append(use.step)
+    problems = [f"{pipeline} ({len(steps)} step{'s' if len(steps) > 1 else ''}: {', '.join(steps)}): {problem}"
+                for (pipeline, problem), steps in unresolved.items()]
+    problems += family_problems + [p.problem for p in probes if p.problem]
+    if problems:
+        raise CommandError(problems)
     return 0
 
 
@@ -149,6 +251,7 @@ def run_stats(args: argparse.Namespace) -> int:
     finally:
         con.close()
     print_rows(columns, rows, args.format)
+    print(CACHE_KEY_NOTE, file=sys.stderr)
     return 0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from caseforge.cli.common import (CommandFailed, add_db_option, add_retry_failed_option, flow_report, flows_session,
+from caseforge.cli.common import (CommandFailed, add_db_option, add_llm_cache_options, flow_report, flows_session,
                                   unknown_value)
 from caseforge.flows import registry
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly.add_argument("--reparse", action="store_true",
                          help="every source parses all its files again, also those its parser version already loaded")
     add_db_option(nightly)
-    add_retry_failed_option(nightly)
+    add_llm_cache_options(nightly)
     nightly.set_defaults(handler=run_nightly_command)
 
 

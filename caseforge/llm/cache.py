@@ -4,6 +4,11 @@ Both sides of a fan-out use it: run_job reads and writes it in the warehouse, a 
 its own in memory (caseforge.llm.worker), and the orchestrator merges workers' rows into the warehouse
 (caseforge.llm.shards.merge_rows). A row with status 'unanswered' records that no endpoint answered: it is
 not the request's answer, so the next run asks again, and it never replaces an ok or failed answer.
+
+The identity is the request (model name, messages, sampling parameters, output schema, prompt template id and
+content hash), not who served it: the same model name answered by two backends or endpoints shares one answer.
+A refresh (`--refresh`, CASEFORGE_LLM_REFRESH=1) asks again what the cache answered and keeps the answers it
+replaces in ops.llm_call_history.
 """
 from __future__ import annotations
 
@@ -41,10 +46,10 @@ def cached_calls(con: duckdb.DuckDBPyConnection, identities: list[str]) -> dict[
     return {row[0]: row[1:] for row in rows}
 
 
-def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+def write_calls(con: duckdb.DuckDBPyConnection, rows: list[tuple], refresh: bool = False) -> None:
     """Store ops.llm_calls rows (tuples in CALL_COLUMNS order) in one transaction."""
     if rows:
-        store_calls(con, calls_table(rows))
+        store_calls(con, calls_table(rows), refresh)
 
 
 def calls_table(rows: list[tuple]) -> pa.Table:
@@ -54,12 +59,16 @@ def calls_table(rows: list[tuple]) -> pa.Table:
                      for name, values in zip(CALL_COLUMNS.names, columns)}, schema=CALL_COLUMNS)
 
 
-def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table) -> None:
+def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table, refresh: bool = False) -> None:
     """Upsert a table of calls (CALL_COLUMNS) into ops.llm_calls in one transaction: one row per
-    identity, and a failed answer never replaces an ok one."""
+    identity, and a failed answer never replaces an ok one. A refresh replaces an answer with the new one
+    (a failure too: it is what the model answers now), keeping the old in ops.llm_call_history; no answer
+    (unanswered) still replaces nothing."""
     con.register("llm_call_rows", calls)
     try:
         with transaction(con):
-            con.execute(sql_text("llm/store_calls.sql"))
+            if refresh:
+                con.execute(sql_text("llm/keep_replaced_calls.sql"))
+            con.execute(sql_text("llm/store_calls.sql"), {"refresh": refresh})
     finally:
         con.unregister("llm_call_rows")

@@ -12,7 +12,7 @@ model are chosen, first wins:
   3. environment for the role: CASEFORGE_LLM_<ROLE>_BACKEND / _MODEL (e.g. CASEFORGE_LLM_VALIDATOR_MODEL);
   4. environment for everything: CASEFORGE_LLM_BACKEND / CASEFORGE_LLM_MODEL;
   5. the settings file (caseforge.settings_file): [llm.steps."<step>"] (a key may hold * wildcards),
-     then [llm.roles.<role>], then [llm] backend;
+     then [llm.roles.<role>], then [llm] backend / model (for every role);
   6. the chosen backend's default model for the role ([llm.models.<backend>] — only llamacpp has them:
      SmolLM2 generates, Gemma 3 270M checks; `system` defaults to the generator's model).
 Options are laid over each other the same way: [llm.backends.<backend>.options], [llm.roles.<role>.options],
@@ -35,6 +35,10 @@ from caseforge.llm.backends import REGISTRY, get_backend
 log = logging.getLogger(__name__)
 
 ROLES = ("generator", "validator", "judge", "nli", "system")
+# the command-line flag that names each role's model (build casefacts: --validator-model; aquaechr, casegen eval:
+# --judge-model; eval aquaechr: --nli-model)
+ROLE_FLAGS = {"generator": "--model", "validator": "--validator-model", "judge": "--judge-model",
+              "nli": "--nli-model", "system": "--model"}
 PATHLIKE_OPTION = re.compile(r"(_path|_file|_dir|api_key)$")
 
 
@@ -90,7 +94,7 @@ def llm_choice(step: str | None = None, role: str = "generator", backend: str | 
                                                                                  "CASEFORGE_LLM_"]:
             if os.environ.get(prefix + name.upper()):
                 return os.environ[prefix + name.upper()]
-        return step_config.get(name) or role_config.get(name) or (config.get(name) if name == "backend" else None)
+        return step_config.get(name) or role_config.get(name) or config.get(name)
 
     chosen_backend = pick("backend") or "llamacpp"
     if chosen_backend not in REGISTRY:
@@ -99,8 +103,9 @@ def llm_choice(step: str | None = None, role: str = "generator", backend: str | 
     chosen_model = pick("model") or defaults.get(role) or (defaults.get("generator") if role == "system" else None)
     if not chosen_model:
         where = f"step {step}, " if step else ""
-        raise ValueError(f"no model configured for the {chosen_backend} backend ({where}role {role}): pass --model, "
-                         f"set CASEFORGE_LLM_{role.upper()}_MODEL, or [llm.roles.{role}] model in the settings file")
+        raise ValueError(f"no model configured for the {chosen_backend} backend ({where}role {role}): pass "
+                         f"{ROLE_FLAGS[role]}, set CASEFORGE_LLM_{role.upper()}_MODEL, or [llm.roles.{role}] model "
+                         f"(or [llm] model, for every role) in the settings file")
     merged = {**((config.get("backends") or {}).get(chosen_backend, {}).get("options") or {}),
               **(role_config.get("options") or {}), **(step_config.get("options") or {})}
     if os.environ.get("CASEFORGE_REPLAY_FILE"):
@@ -115,6 +120,12 @@ def retry_failed() -> bool:
     if os.environ.get("CASEFORGE_LLM_RETRY_FAILED"):
         return os.environ["CASEFORGE_LLM_RETRY_FAILED"].lower() not in ("0", "false", "no")
     return bool(settings_file.section("llm").get("retry_failed", False))
+
+
+def refresh() -> bool:
+    """Whether jobs ask again what the cache already answered, keeping the replaced answers
+    (CASEFORGE_LLM_REFRESH=1, which `--refresh` sets for the command and the flows it runs)."""
+    return os.environ.get("CASEFORGE_LLM_REFRESH", "").lower() not in ("", "0", "false", "no")
 
 
 _LOADED: dict[tuple, object] = {}

@@ -201,7 +201,8 @@ class FanoutReport:
 
 
 def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending: list[tuple[str, LLMRequest]],
-                     output_model: type[BaseModel], max_attempts: int) -> FanoutReport | None:
+                     output_model: type[BaseModel], max_attempts: int, refresh: bool = False
+                     ) -> FanoutReport | None:
     """Answer `pending` (identity, request) on the pool and merge the answers into ops.llm_calls.
 
     None when the settings name no pool, or the backend was not chosen through the settings (a test double
@@ -223,7 +224,7 @@ def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending
     checked = open_store(store.url, store.endpoint_url, read_timeout_s=10.0)
     checked.check(timeout_s=settings.check_timeout_s)        # StoreError: one line, before any shard is submitted
     with _store_lock(store.url):
-        job = _FanOut(con, step, choice, pending, output_model, max_attempts, settings, runs, store)
+        job = _FanOut(con, step, choice, pending, output_model, max_attempts, settings, runs, store, refresh)
         job.report.seconds["check"] = round(time.monotonic() - started, 2)
         report = job.run()
     publish_table(f"llm-fanout-{step}", [s.row() for s in report.shards],
@@ -276,7 +277,8 @@ class _Live:
 
 class _FanOut:
     def __init__(self, con, step, choice, pending, output_model, max_attempts, settings: FanoutSettings,
-                 runs: ShardRuns, store: Store):
+                 runs: ShardRuns, store: Store, refresh: bool = False):
+        self.refresh = refresh          # answers replace cached ones (kept in ops.llm_call_history)
         self.con, self.step, self.choice, self.output_model = con, step, choice, output_model
         self.pending, self.max_attempts, self.settings, self.runs, self.store = (
             pending, max_attempts, settings, runs, store)
@@ -320,8 +322,10 @@ class _FanOut:
                 rows, worker = shard.read_answers()
             else:
                 rows, worker = shard.read_parts(), None
-            self.report.leftover_rows += merge_rows(self.con, rows, self.output_model, worker).rows
+            self.report.leftover_rows += merge_rows(self.con, rows, self.output_model, worker, self.refresh).rows
             shard.remove()
+        if self.refresh:        # every cached request has an answer: a refresh asks them all again
+            return pending
         done = cached_identities(self.con, [identity for identity, _ in pending], ok_only=False)
         log.info("llm %s: merged %d answer(s) earlier jobs left in %s", self.step, self.report.leftover_rows,
                  self.store.describe())
@@ -455,7 +459,7 @@ class _FanOut:
         worker = None
         if rows is None:
             rows, worker = shard.shard.read_answers()
-        outcome = merge_rows(self.con, rows, self.output_model, worker)
+        outcome = merge_rows(self.con, rows, self.output_model, worker, self.refresh)
         report = shard.report
         report.status, report.rows, report.worker = "merged", outcome.rows, outcome.worker
         report.submissions[-1].outcome = outcome_text

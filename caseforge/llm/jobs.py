@@ -68,6 +68,7 @@ def run_job(
     retry_failed: bool | None = None,
     fanout: bool = True,
     on_saved: Callable[[pa.Table], None] | None = None,
+    refresh: bool | None = None,
 ) -> JobResult:
     """Answer every request (cache first), parse into `output_model`, record everything.
 
@@ -80,10 +81,16 @@ def run_job(
     on that pool and merged into the cache (caseforge.llm.fanout); `fanout=False` always answers here (a
     shard worker does). `on_saved(table)` is called with each batch of rows once it is in the cache (a shard
     worker copies them to the shard store as they come).
+
+    `refresh` (default: CASEFORGE_LLM_REFRESH, which `--refresh` sets) asks every request again, cached or
+    not; the new answers replace the cached ones, which are kept in ops.llm_call_history.
     """
+    from caseforge.llm import config
+
     if retry_failed is None:
-        from caseforge.llm.config import retry_failed as configured
-        retry_failed = configured()
+        retry_failed = config.retry_failed()
+    if refresh is None:
+        refresh = config.refresh()
     keys = [r.key for r in requests]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{step}: request keys must be unique within a job")
@@ -102,7 +109,7 @@ def run_job(
     pending: list[tuple[str, LLMRequest]] = []
     for identity, group in by_identity.items():
         hit = cached.get(identity)
-        if hit is not None and hit[0] != UNANSWERED and (hit[0] == "ok" or not retry_failed):
+        if hit is not None and hit[0] != UNANSWERED and not refresh and (hit[0] == "ok" or not retry_failed):
             status, parsed, raw, error = hit
             for request in group:
                 result.cache_hits += 1
@@ -114,7 +121,7 @@ def run_job(
         pending.append((identity, group[0]))
 
     if pending and fanout:
-        report = fan_out.answer_by_fanout(con, step, backend, pending, output_model, max_attempts)
+        report = fan_out.answer_by_fanout(con, step, backend, pending, output_model, max_attempts, refresh)
         if report is not None:
             _read_back(con, result, pending, by_identity, output_model, report)
             if result.failures:
@@ -127,7 +134,7 @@ def run_job(
     if not pending and requests:
         log.info("llm %s: all %d request(s) answered from the cache (%d cache hits)", step, len(requests),
                  result.cache_hits)
-    writer = _CallWriter(con, flush_every=_save_every(backend), on_saved=on_saved)
+    writer = _CallWriter(con, flush_every=_save_every(backend), on_saved=on_saved, refresh=refresh)
     spent: dict[str, _Spent] = {}
     todo = pending
     try:
@@ -283,8 +290,9 @@ class _CallWriter:
     when `flush_interval_s` has passed, so a slow backend loses little to a hard kill."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, flush_every: int, flush_interval_s: float = 10.0,
-                 on_saved: Callable[[pa.Table], None] | None = None):
+                 on_saved: Callable[[pa.Table], None] | None = None, refresh: bool = False):
         self.con = con
+        self.refresh = refresh
         self.on_saved = on_saved
         self.flush_every = flush_every
         self.flush_interval_s = flush_interval_s
@@ -299,7 +307,7 @@ class _CallWriter:
     def flush(self) -> None:
         rows, self.rows = self.rows, []
         self.last_flush = time.monotonic()
-        write_calls(self.con, rows)
+        write_calls(self.con, rows, self.refresh)
         if rows and self.on_saved is not None:
             self.on_saved(calls_table(rows))
 

@@ -164,12 +164,12 @@ def parse_into(rows: pa.Table, output_model: type[BaseModel]) -> pa.Table:
 
 
 def merge_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, output_model: type[BaseModel] | None = None,
-               worker: dict | None = None) -> MergeOutcome:
+               worker: dict | None = None, refresh: bool = False) -> MergeOutcome:
     """Upsert a shard's rows into ops.llm_calls in one transaction (a failed answer never replaces an ok one;
     merging again changes nothing). With `output_model`, answers are parsed into it first (parse_into)."""
     if output_model is not None:
         rows = parse_into(rows, output_model)
-    store_calls(con, rows)
+    store_calls(con, rows, refresh)
 
     def total(name: str) -> int:
         return int(pc.sum(rows.column(name)).as_py() or 0)

@@ -76,3 +76,20 @@ def test_backends_use_doubles_for_their_roles_and_the_settings_for_the_rest():
     backends = Backends(fixed={"judge": JudgeDouble()})
     assert backends.for_step("aquaechr-judge", "judge").model == "double-judge"
     assert backends.model("generator", "aquaechr-question-i") == "smollm2-135m-instruct"
+
+
+def test_llm_model_names_the_model_of_every_role_below_roles_and_steps(tmp_path):
+    (tmp_path / "caseforge.toml").write_text(
+        '[llm]\nbackend = "openai"\nmodel = "Qwen/Qwen2.5-7B-Instruct"\n'
+        '[llm.roles.validator]\nmodel = "google/gemma-3-27b-it"\n')
+    for role in ("generator", "judge", "nli", "system"):
+        assert llm_choice("casefacts.generate", role).describe() == "openai:Qwen/Qwen2.5-7B-Instruct"
+    assert llm_choice("casefacts.factuality", "validator").model == "google/gemma-3-27b-it"
+
+
+def test_a_role_without_a_model_names_the_flag_of_that_role(tmp_path):
+    (tmp_path / "caseforge.toml").write_text('[llm]\nbackend = "openai"\n[llm.roles.generator]\nmodel = "q"\n')
+    with pytest.raises(ValueError, match=r"role validator\): pass --validator-model, set CASEFORGE_LLM_VALIDATOR_MODEL"):
+        llm_choice("casefacts.factuality", "validator")
+    with pytest.raises(ValueError, match=r"role judge\): pass --judge-model"):
+        llm_choice("aquaechr-judge", "judge")

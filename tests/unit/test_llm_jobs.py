@@ -261,7 +261,7 @@ def test_a_failure_while_saving_stops_the_stream_at_once(db_path, monkeypatch):
             finally:
                 self.closed = True
 
-    def broken_write(con, rows):
+    def broken_write(con, rows, refresh=False):
         if rows:
             raise OSError("disk full")
 
