@@ -13,7 +13,7 @@ from caseforge.flows import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_ONLY = {"db", "handler", "format", "command", "source", "dataset", "evaluation", "verbose", "debug", "guides",
-            "retry_failed"}
+            "retry_failed", "refresh"}
 ENTRIES = [("ingest", registry.SOURCES), ("build", registry.BUILDERS), ("eval", registry.EVALUATIONS)]
 
 
