@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-_IMPORTED_AT = time.time()
+from caseforge import processes
 
 # a callable that says why `path` is not caseforge's own output of the kind being written (None: it is)
 Recogniser = Callable[[Path], "str | None"]
@@ -86,21 +85,6 @@ def check_output_folders(settings, what: str, **folders: str | Path | None) -> N
             check_output_path(folder, settings, f"{what} (--{option.replace('_', '-')})")
 
 
-def process_started_at() -> float:
-    """When this process started (epoch seconds): what is older was left by an earlier one.
-
-    From the process's start tick and the system's uptime, both to the hundredth of a second (the boot time
-    /proc/stat gives is whole seconds: a start computed from it could precede the real one by up to a second,
-    and debris a process killed just before this one left would look like this process's own)."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return min(_IMPORTED_AT, time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return _IMPORTED_AT
-
-
 def _debris_pattern(name: str) -> re.Pattern:
     return re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.(tmp|old)$")
 
@@ -124,7 +108,7 @@ def clear_debris(final: Path, recognise: Recogniser | None = None) -> list[Path]
     if not folder.is_dir():
         return []
     pattern = _debris_pattern(final.name)
-    started = process_started_at()
+    started = processes.started_at()
     debris = []
     for entry in folder.iterdir():
         try:

@@ -28,6 +28,7 @@ from typing import Iterator
 
 import duckdb
 
+from caseforge import processes
 from caseforge.config import settings as settings_of
 from caseforge.warehouse import connect, run_sql, transaction
 
@@ -256,49 +257,26 @@ class StageReport:
 
 # --- who owns a run ---
 
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
-def _linux_process(pid: int) -> tuple[str, str] | None:
-    """(state, '<boot id>/<start tick>') of a process from /proc; None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()    # after "pid (comm) ": state is field 3, starttime field 22
-    return fields[0], f"{_boot_id()}/{fields[19]}"
-
-
 def process_identity(pid: int | None = None) -> tuple[int, str, str | None]:
     """(pid, host, process start) of this process (or `pid` on this host); the start tells a pid reused
     after a restart from the process that opened the run."""
     pid = os.getpid() if pid is None else pid
-    linux = _linux_process(pid) if _boot_id() else None
-    return pid, socket.gethostname(), linux[1] if linux else None
+    return pid, socket.gethostname(), processes.identity(pid)
 
 
 def owner_gone(pid: int | None, host: str | None, process_start: str | None) -> str | None:
     """Why the process that owns a run is certainly gone, or None (alive, or it cannot be checked from here)."""
     if pid is None or host != socket.gethostname():
         return None                                   # no owner recorded, or another machine's: unknown
-    if process_start and _boot_id():
-        linux = _linux_process(pid)
-        if linux is None:
+    if process_start and processes.boot_id():
+        found = processes.find(pid)
+        if found is None:
             return f"its process {pid} on {host} is gone"
-        state, start = linux
-        if start != process_start:
+        if found.start != process_start:
             return f"its process {pid} on {host} is gone (the pid now belongs to another process)"
-        return f"its process {pid} on {host} is gone (a zombie)" if state == "Z" else None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return f"its process {pid} on {host} is gone (a zombie)" if found.zombie else None
+    if processes.find(pid) is None:
         return f"its process {pid} on {host} is gone"
-    except PermissionError:
-        return None
     return None
 
 

@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.config import SQL_DIR, Settings
-from caseforge.outputs import process_started_at
+from caseforge import processes
 
 log = logging.getLogger(__name__)
 
@@ -138,9 +138,8 @@ def writer_waiting_path(db_path: str | Path) -> Path:
 
 def _command_of(pid: int) -> str | None:
     """A process's command line, shortened to what a person typed (`caseforge sql ...`) when it is caseforge."""
-    try:
-        args = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
+    args = processes.command_line(pid)
+    if args is None:
         return None
     for index, arg in enumerate(args):
         if Path(arg).name == "caseforge" or (arg == "caseforge" and index and args[index - 1] == "-m"):
@@ -357,7 +356,7 @@ def remove_mirror_debris(parquet_dir: Path) -> list[Path]:
     """Remove what a mirror write killed midway left (every staging name starts with '.' and ends with '.tmp')
     that is older than this process, so never the staging of a write still running; returns what went."""
     found = [*mirror_generations(parquet_dir).glob(".*.tmp"), *parquet_dir.parent.glob(f".{parquet_dir.name}.*.tmp")]
-    started = process_started_at()
+    started = processes.started_at()
     removed = []
     for path in found:
         try:
@@ -672,12 +671,8 @@ def _remove_orphaned_query_folders(root: Path) -> None:
         pid = folder.name[len(QUERY_FOLDER_PREFIX):].split("-", 1)[0]
         if not pid.isdigit():
             continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if processes.alive(int(pid)) is False:
             shutil.rmtree(folder, ignore_errors=True)
-        except OSError:
-            pass                             # alive, another user's
 
 
 class QueryConnection:
