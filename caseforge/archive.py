@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 import duckdb
 
+from caseforge.atomic import write_atomically
 from caseforge.runs import check_stop
 from caseforge.warehouse import run_sql
 
@@ -52,9 +52,7 @@ class RawArchive:
         path = self.folder / sha256[:2] / sha256
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            staging = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}.tmp")
-            staging.write_bytes(body)
-            os.replace(staging, path)
+            write_atomically(path, body)
         return None
 
     def _body(self, sha256: str, column: bytes | None) -> bytes:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from caseforge import processes
+from caseforge.atomic import renamed_into_place, staging_name
 
 # a callable that says why `path` is not caseforge's own output of the kind being written (None: it is)
 Recogniser = Callable[[Path], "str | None"]
@@ -87,10 +87,6 @@ def check_output_folders(settings, what: str, **folders: str | Path | None) -> N
 
 def _debris_pattern(name: str) -> re.Pattern:
     return re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.(tmp|old)$")
-
-
-def _staging_name(name: str, kind: str) -> str:
-    return f".{name}.{uuid.uuid4().hex}.{kind}"
 
 
 def _remove(path: Path) -> None:
@@ -156,12 +152,12 @@ def staged_folder(final: Path) -> Iterator[Path]:
     error, it replaces `final` as a whole (the old one moved aside, the new one moved in, the old one
     removed); on an error it is removed and `final` is left as it was."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / _staging_name(final.name, "tmp")
+    staging = final.parent / staging_name(final.name, "tmp")
     staging.mkdir()
     try:
         yield staging
         if final.exists():
-            retired = final.parent / _staging_name(final.name, "old")
+            retired = final.parent / staging_name(final.name, "old")
             final.rename(retired)
             staging.rename(final)
             shutil.rmtree(retired)
@@ -195,16 +191,11 @@ def replacing_file(path: str | Path, recognise: Recogniser | None, what: str, *,
     target = check_replaceable_file(path, recognise, what)
     target.parent.mkdir(parents=True, exist_ok=True)
     clear_debris(target)
-    partial = target.parent / _staging_name(target.name, "tmp")
-    try:
+    with renamed_into_place(target) as partial:
         with partial.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
-        os.replace(partial, target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
 
 
 def write_text_atomically(path: str | Path, text: str) -> Path:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from caseforge.config import SQL_DIR, Settings
 from caseforge import processes
+from caseforge.atomic import link_atomically, staging_name, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -186,12 +187,10 @@ def writer_waiting(db_path: str | Path) -> dict | None:
 def _announce_waiting(db_path: Path) -> None:
     path = writer_waiting_path(db_path)
     mine = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_of(os.getpid())}
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        partial.write_text(json.dumps(mine), encoding="utf-8")
-        partial.replace(path)
+        write_atomically(path, json.dumps(mine))
     except OSError:
-        partial.unlink(missing_ok=True)      # a read-only folder: the wait is still bounded
+        pass                                 # a read-only folder: the wait is still bounded
 
 
 def _withdraw_waiting(db_path: Path) -> None:
@@ -492,16 +491,14 @@ def _current_generation(parquet_dir: Path) -> tuple[Path, dict] | None:
 def _swap_link(parquet_dir: Path, generation: Path) -> None:
     """Point `parquet_dir` at `generation` in one rename. A mirror of before generations (a plain folder) is
     moved aside first, once: for that instant there is no mirror, never a mixed one."""
-    link = parquet_dir.with_name(f".{parquet_dir.name}.{os.getpid()}.{threading.get_ident()}.link.tmp")
-    link.unlink(missing_ok=True)
-    os.symlink(os.path.relpath(generation, parquet_dir.parent), link)
+    relative = os.path.relpath(generation, parquet_dir.parent)
     if parquet_dir.is_dir() and not parquet_dir.is_symlink():
-        aside = parquet_dir.with_name(f".{parquet_dir.name}.{os.getpid()}.old.tmp")
+        aside = parquet_dir.with_name(staging_name(parquet_dir.name))
         parquet_dir.rename(aside)
-        os.replace(link, parquet_dir)
+        link_atomically(parquet_dir, relative)
         shutil.rmtree(aside, ignore_errors=True)
     else:
-        os.replace(link, parquet_dir)
+        link_atomically(parquet_dir, relative)
 
 
 def export_curated_parquet(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:

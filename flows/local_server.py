@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caseforge import processes
+from caseforge.atomic import write_atomically
 
 MODE_ENV = "CASEFORGE_PREFECT_SERVER"          # "local" (default) or "ephemeral" (a temporary server per command)
 IDLE_ENV = "CASEFORGE_PREFECT_SERVER_IDLE_S"
@@ -116,9 +117,7 @@ def read_state(paths: Paths) -> dict | None:
 
 
 def _write_state(paths: Paths, state: dict) -> None:
-    temporary = paths.state.with_name(f".server.json.{os.getpid()}")
-    temporary.write_text(json.dumps(state, indent=1))
-    os.replace(temporary, paths.state)
+    write_atomically(paths.state, json.dumps(state, indent=1))
 
 
 def _forget(paths: Paths, pid: int) -> None:
