@@ -29,7 +29,7 @@ from typing import Iterator
 import duckdb
 
 from caseforge import processes
-from caseforge.config import settings as settings_of
+from caseforge.settings import load_settings
 from caseforge.warehouse import connect, run_sql, transaction
 
 log = logging.getLogger(__name__)
@@ -318,7 +318,7 @@ def _database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
 
 
 def open_runs_folder(db_path: Path) -> Path:
-    return settings_of(db_path).runs_dir / OPEN_RUNS_FOLDER
+    return load_settings(db_path).runs_dir / OPEN_RUNS_FOLDER
 
 
 def _open_file(db_path: Path | None, run_id: int) -> Path | None:

@@ -9,7 +9,7 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.runs import StageReport, end_run, start_run, stop_of
 from caseforge.warehouse import connect, export_curated_parquet
 

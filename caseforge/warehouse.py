@@ -22,7 +22,7 @@ from typing import Iterator
 import duckdb
 import pandas as pd
 
-from caseforge.config import SQL_DIR, Settings
+from caseforge.settings import SQL_DIR, Settings, load_settings
 from caseforge import processes
 from caseforge.atomic import link_atomically, staging_name, write_atomically
 
@@ -217,7 +217,7 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     if busy_wait_s is None:
-        busy_wait_s = 0.0 if read_only else Settings().busy_wait_s
+        busy_wait_s = 0.0 if read_only else load_settings().busy_wait_s
     deadline = time.monotonic() + busy_wait_s
     waiting, next_note = False, 0.0
     try:
@@ -638,7 +638,7 @@ class QueryBounds:
 
     @classmethod
     def of(cls, settings: Settings | None = None) -> "QueryBounds":
-        settings = settings or Settings()
+        settings = settings or load_settings()
         return cls(settings.query_timeout_s, settings.query_memory_limit or default_memory_limit(),
                    settings.query_temp_limit, Path(settings.query_temp_dir or tempfile.gettempdir()))
 

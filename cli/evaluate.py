@@ -198,7 +198,7 @@ def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = 
 
 def run(args: argparse.Namespace) -> int:
     from caseforge import evalstore
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.warehouse import open_for_query
 
     if args.evaluation == "casegen":     # a refused judge is a usage error, not a failed run

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.outputs import check_output_path
     from caseforge.release.writer import prepare_release_folder
     from caseforge.warehouse import open_warehouse

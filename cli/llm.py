@@ -7,9 +7,8 @@ import importlib.util
 
 from caseforge.cli.common import (CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
                                   unknown_value)
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings, user_file
 from caseforge.llm.backends import REGISTRY
-from caseforge import settings_file
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
 
@@ -107,7 +106,7 @@ def run_models(args: argparse.Namespace) -> int:
                  for name, needs in sorted(_NEEDS.items())}
     rows = [(*row, installed.get(row[2], "-")) for row in rows]
     print_rows(["step", "role", "backend", "model", "family", "options", "installed"], rows, args.format)
-    found = settings_file.user_file()
+    found = user_file()
     print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}", file=notes_out(args.format))
     if args.format == "table":
         print_rows(["backend", "installed"], sorted(installed.items()), "table")

@@ -8,7 +8,7 @@ import dataclasses
 import duckdb
 
 from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line, print_rows
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.warehouse import MIRRORED_OPS_TABLES, QueryBounds, open_for_query
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from prefect import flow
 
 from caseforge.artifacts import publish_report
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
 from caseforge.tasks.casegen import pipeline
 

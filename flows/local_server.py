@@ -42,6 +42,7 @@ from pathlib import Path
 
 from caseforge import processes
 from caseforge.atomic import write_atomically
+from caseforge.settings import load_settings
 
 MODE_ENV = "CASEFORGE_PREFECT_SERVER"          # "local" (default) or "ephemeral" (a temporary server per command)
 IDLE_ENV = "CASEFORGE_PREFECT_SERVER_IDLE_S"
@@ -59,14 +60,14 @@ class LocalServerError(RuntimeError):
 
 
 def mode() -> str:
-    value = os.environ.get(MODE_ENV, "local").strip().lower() or "local"
+    value = load_settings().prefect_server.strip().lower() or "local"
     if value not in MODES:
         raise LocalServerError(f"{MODE_ENV}={value!r}: expected one of {', '.join(MODES)}")
     return value
 
 
 def idle_timeout_s() -> float:
-    raw = os.environ.get(IDLE_ENV, "")
+    raw = load_settings().prefect_server_idle_s
     try:
         value = float(raw) if raw.strip() else DEFAULT_IDLE_S
     except ValueError:

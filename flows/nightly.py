@@ -25,10 +25,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
-from caseforge import settings_file
-from caseforge.config import Settings
-from caseforge.config import settings as load_settings
-from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint
+from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
+from caseforge.settings import Settings, load_settings, overriding
 from caseforge.flows import registry
 from caseforge.flows.common import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.outputs import check_output_path
@@ -155,7 +153,7 @@ def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, di
 def depends_on(entry: registry.FlowEntry, options: dict) -> dict:
     """What besides its input tables decides a builder's or an evaluation's output: the backend, model and
     options each of its LLM steps resolves to, the content of its prompt templates, and its options."""
-    from caseforge.config import PROMPTS_DIR
+    from caseforge.settings import PROMPTS_DIR
     from caseforge.llm.config import llm_choice
 
     choices = {}
@@ -179,7 +177,7 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
         return StageOutcome(stage, name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
     fingerprint, per_table = inputs_fingerprint(con, inputs)
     if depends:
-        fingerprint = settings_file.fingerprint({"tables": fingerprint, "depends": depends})
+        fingerprint = value_fingerprint({"tables": fingerprint, "depends": depends})
     empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
     if empty:
         return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"input empty: {', '.join(empty)}")
@@ -287,7 +285,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         con = connect(settings.db_path)
         for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
             for name, entry in sorted(group.items()):
-                opts = settings_file.section("nightly", section, name)
+                opts = dict(getattr(load_settings().file.nightly, section).get(name) or {})
                 running = [(stage, name)]
                 outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
                     con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
@@ -457,7 +455,7 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
                              release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force,
                              reparse=reparse)
-    with settings_file.overriding(settings):
+    with overriding(settings):
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
         publish_artifacts(result, quality_rows(con))

@@ -67,7 +67,7 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     import scripted_double
 
     from caseforge.archive import RawArchive
-    from caseforge.config import settings
+    from caseforge.settings import load_settings
     from caseforge.runs import StageReport, start_run
     from caseforge.tasks.casegen import pipeline
     from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
@@ -87,8 +87,8 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     curate.select(con, config, TFIDF, 12, 4, 0, report)
     con.close()
     scripted_double.install()
-    pipeline.run_build(settings(db), limit=3)
-    eval_pipeline.run_eval(settings(db), eval_pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
+    pipeline.run_build(load_settings(db), limit=3)
+    eval_pipeline.run_eval(load_settings(db), eval_pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
                                                         judge_model=scripted_double.JUDGE,
                                                         out_dir=str(work / "casegen-rep-reports"), plots=False))
     from caseforge.llm.backends.replay import export_replay

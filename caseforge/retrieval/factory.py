@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from caseforge.config import PROJECT_ROOT
+from caseforge.settings import PROJECT_ROOT
 from caseforge.retrieval.base import Retriever
 from caseforge.retrieval.bm25 import BM25Retriever
 from caseforge.retrieval.corpus import Corpus

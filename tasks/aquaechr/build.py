@@ -10,7 +10,7 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.embeddings import SentenceTransformerEmbedder
 from caseforge.families import check_families
 from caseforge.gate import quarantine

@@ -9,7 +9,7 @@ from typing import Callable
 import duckdb
 
 from caseforge.archive import ParsedPayloads, RawArchive, size_problem
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import gate_and_load
 from caseforge.progress import Progress

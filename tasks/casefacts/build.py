@@ -3,7 +3,7 @@ of caseforge.tasks.casefacts.pipeline in order, the dataset gate. No Prefect her
 `stage` wrapper that makes each stage a task."""
 from __future__ import annotations
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.families import check_families
 from caseforge.llm.config import Backends
 from caseforge.runs import StageReport

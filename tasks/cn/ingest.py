@@ -13,7 +13,7 @@ import pandas as pd
 
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.fetch import Fetcher
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load

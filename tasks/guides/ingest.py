@@ -10,10 +10,9 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge import settings_file
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
-from caseforge.config import Settings
+from caseforge.settings import Settings, upstream
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, gate_and_load
@@ -81,7 +80,7 @@ def replay_sources(archive: RawArchive, directory: Path, report: StageReport,
 def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], report: StageReport) -> list[GuideSource]:
     sources = []
     for guide_id in guide_ids:
-        url = settings_file.upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
+        url = upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
         try:
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url, kind="guide")
         except FetchError as exc:

@@ -12,7 +12,7 @@ import duckdb
 
 from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
 from caseforge.artifacts import publish_counters
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load

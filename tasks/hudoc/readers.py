@@ -12,8 +12,8 @@ one line break (except inside <pre> and <textarea>).
 A body is untrusted: before a parser sees it, an HTML body's start tags are counted on its raw bytes and a
 DOCX part's declared size and compression ratio are checked (a zip bomb is never inflated), then its
 elements counted; the document's parse-time budget is checked between the reading stages. Each limit
-refused is a DocumentError naming it (caseforge.archive: ELEMENT_LIMITS, PARSE_BUDGETS_S, ZIP_RATIO_LIMIT,
-SIZE_LIMITS_MB ("hudoc", "docx_part")).
+refused is a DocumentError naming it and the setting that raises it (caseforge.settings.Settings:
+max_elements_hudoc_body, max_parse_s_hudoc_body, max_zip_ratio, max_mb_hudoc_docx_part).
 """
 from __future__ import annotations
 

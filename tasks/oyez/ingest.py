@@ -14,9 +14,8 @@ import duckdb
 import httpx
 import pandas as pd
 
-from caseforge import settings_file
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
-from caseforge.config import Settings
+from caseforge.settings import Settings, upstream
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load
@@ -34,7 +33,7 @@ log = logging.getLogger(__name__)
 SOURCE = "oyez"
 def api() -> str:
     """The Oyez API's base URL ([upstream] oyez)."""
-    return settings_file.upstream("oyez")
+    return upstream("oyez")
 
 BATCH_SIZE = 200
 # The case parser (parse.py) and its version: bump it when parse_case makes other rows from the same file, so

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.fetch import Fetcher
 from caseforge.warehouse import connect
 

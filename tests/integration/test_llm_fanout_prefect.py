@@ -108,7 +108,7 @@ def finished(process: subprocess.Popen, timeout: float) -> dict:
 
 def test_a_step_fanned_out_to_two_workers_equals_it_in_process_even_when_a_worker_dies(
         samples_dir, gpu_pool, tmp_path):
-    from caseforge.config import settings
+    from caseforge.settings import load_settings
     from caseforge.tasks.oyez.ingest import refresh
     sys.path.insert(0, str(STEP_SCRIPT.parent))
     import fanout_step
@@ -117,7 +117,7 @@ def test_a_step_fanned_out_to_two_workers_equals_it_in_process_even_when_a_worke
     timings = {}
     started = time.monotonic()
     subset = link_oyez_subset(samples_dir, tmp_path / "samples", CASES, 1)
-    assert refresh(settings(tmp_path / "base.duckdb"), from_dir=str(subset / "oyez" / "cases")).ok
+    assert refresh(load_settings(tmp_path / "base.duckdb"), from_dir=str(subset / "oyez" / "cases")).ok
     for name in ("alone.duckdb", "fanned.duckdb"):
         (tmp_path / name).write_bytes((tmp_path / "base.duckdb").read_bytes())
     timings["ingest_s"] = round(time.monotonic() - started, 1)

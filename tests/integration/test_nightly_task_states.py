@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.flows import nightly
 from caseforge.runs import StageReport
 from caseforge.warehouse import connect

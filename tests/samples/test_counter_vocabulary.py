@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from oyez_subset import link_oyez_subset
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint
 from caseforge.flows import registry
 from caseforge.tasks.barexam import ingest as barexam

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.hudoc import ingest
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.readers import DocumentError, parse_document

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from dataclasses import dataclass
 from typing import Callable
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.flows import nightly, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion

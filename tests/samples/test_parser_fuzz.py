@@ -40,7 +40,7 @@ from hostile_documents import deflate_repeated, million_paragraph_html, zip_arch
 from warehouse_rows import rows as table
 
 from caseforge.archive import ParseBudget, Payload
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.text import CsvFileError
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 from caseforge.tasks.cn import ingest as cn_ingest

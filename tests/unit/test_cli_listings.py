@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
 from caseforge.runs import StageReport, finish_run, start_run

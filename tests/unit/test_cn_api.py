@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.runs import StageReport
 from caseforge.tasks.cn import ingest
@@ -35,7 +35,7 @@ def con(db_path):
 
 
 def _client(con, db_path, responses, seen, token="tok"):
-    fetcher = Fetcher(settings(str(db_path)), RawArchive(con), transport=scripted_server(responses, seen),
+    fetcher = Fetcher(load_settings(str(db_path)), RawArchive(con), transport=scripted_server(responses, seen),
                       sleep=lambda s: None)
     return WenshuClient(fetcher, WenshuCredentials("SESSION=s1", token, "https://example.test/doc"))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.tasks.cn import curate, ingest
 from caseforge.tasks.cn.filters import load_filter_config
 from caseforge.warehouse import connect

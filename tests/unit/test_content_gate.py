@@ -103,7 +103,7 @@ def test_an_unknown_rule_set_is_named():
 
 
 def test_every_suite_loads_and_names_only_known_rule_sets():
-    from caseforge.config import EXPECTATIONS_DIR
+    from caseforge.settings import EXPECTATIONS_DIR
 
     for path in sorted(EXPECTATIONS_DIR.glob("*.json")):
         if path.name == gate.TEXT_RULES_FILE:

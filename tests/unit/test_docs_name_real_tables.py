@@ -3,7 +3,7 @@ warehouse after all migrations (issue 28: docs/sql.md described curated.casefact
 dropped)."""
 import re
 
-from caseforge.config import PROJECT_ROOT
+from caseforge.settings import PROJECT_ROOT
 from caseforge.warehouse import connect
 
 # schema.name, not a prefix followed by a wildcard (build.casefacts_*), not a file (ops/quality_results.parquet)

@@ -3,7 +3,7 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError, HostRateLimiter, parse_retry_after
 from caseforge.warehouse import connect
 

@@ -7,9 +7,9 @@ import httpx
 import pytest
 from upstream_doubles import LoopbackUpstreamDouble, Route
 
-from caseforge import settings_file
+from caseforge.settings import overriding
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.tasks.oyez import ingest as oyez
 from caseforge.warehouse import connect
@@ -34,7 +34,7 @@ def oyez_upstream(cases: list[dict], details: dict[str, Route] | None = None) ->
 def refresh_against(db_path, upstream: LoopbackUpstreamDouble, **settings):
     options = dict(db_path=db_path, requests_per_second=0, max_retries=0, backoff_base_s=0, timeout_s=5)
     options.update(settings)
-    with settings_file.overriding({"upstream": {"oyez": upstream.url}}):
+    with overriding({"upstream": {"oyez": upstream.url}}):
         return oyez.refresh(Settings(**options), sleep=lambda s: None)
 
 

@@ -94,7 +94,7 @@ def test_live_guides_are_fetched_by_id_and_a_failed_one_is_quarantined(tmp_path)
     import httpx
 
     from caseforge.archive import RawArchive
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.fetch import Fetcher
     from caseforge.runs import StageReport
     from caseforge.tasks.guides import ingest

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
 from caseforge.runs import StageReport
 from caseforge.tasks.hudoc import ingest

@@ -9,7 +9,7 @@ import pytest
 
 from echo_prompts import Number, requests_for
 
-from caseforge import settings_file
+from caseforge.settings import overriding
 from caseforge.llm import FreeText, run_job
 from caseforge.llm import fanout
 from caseforge.llm.config import LLMChoice
@@ -137,7 +137,7 @@ def test_a_fanned_out_job_equals_the_same_job_in_process(tmp_path, runs_installe
     runs = runs_installed(ShardRunsDouble(bad={7}))
     con = connect(tmp_path / "fanned.duckdb")
     orchestrator = EchoBackendDouble(bad={7})
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", orchestrator, requests, Number, max_attempts=1)
 
     assert orchestrator.asked == []                       # every answer came from a shard run
@@ -162,7 +162,7 @@ def test_a_shard_whose_worker_dies_is_submitted_again_and_resumes(tmp_path, runs
     requests = requests_for(range(24))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "dies" if (shard, n) == ("shard-001", 1) else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     assert len(result.outputs) == 24 and not result.failures
@@ -179,7 +179,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     requests = requests_for(range(16))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "fails" if shard == "shard-002" else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     shard = next(s for s in result.fanout.shards if s.number == 2)
@@ -193,7 +193,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     assert [Path(p).name for p in leftovers(tmp_path / "shards")] == ["shard-002.work.duckdb"]
 
     runs.how = lambda shard, n: "ok"
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         retried = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert not retried.failures and len(retried.fanout.shards) == 1
     assert leftovers(tmp_path / "shards") == []
@@ -202,7 +202,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
 def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "stuck" if n == 1 else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.outputs) == 8
     assert all("not started within start_timeout_s" in s.submissions[0].outcome for s in result.fanout.shards)
@@ -212,7 +212,7 @@ def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, ru
 def test_shards_no_worker_takes_are_given_up(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "waits", ready=False))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.failures) == 8 and not result.outputs
     assert all("no worker on pool test-gpu" in s.reason for s in result.fanout.shards)
@@ -223,7 +223,7 @@ def test_answers_a_stopped_job_left_are_merged_first(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
     requests = requests_for(range(10))
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         folder = fanout.shard_folder(con, fanout.FanoutSettings.from_settings(), "echo")
         folder.mkdir(parents=True)
         schema = Number.model_json_schema()
@@ -239,7 +239,7 @@ def test_answers_a_stopped_job_left_are_merged_first(tmp_path, runs_installed):
 def test_prose_steps_fan_out_too(tmp_path, runs_installed):
     runs_installed(ShardRunsDouble(prose=True))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         result = run_job(con, "prose", EchoBackendDouble(prose=True), requests_for(range(6)), FreeText)
     assert result.fanout is not None and result.outputs["n3"].text == "The number is 3."
 
@@ -247,7 +247,7 @@ def test_prose_steps_fan_out_too(tmp_path, runs_installed):
 def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, runs_installed):
     con = connect(tmp_path / "w.duckdb")
     runs_installed(None)
-    with settings_file.overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "shard_dir": str(tmp_path / "shards")}}):
         with pytest.raises(RuntimeError, match="nothing can submit shard runs"):
             run_job(con, "echo", EchoBackendDouble(), requests_for(range(3)), Number)
         handed_over = EchoBackendDouble()
@@ -261,12 +261,12 @@ def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, 
 
 def test_fanout_settings_are_checked():
     assert fanout.FanoutSettings.from_settings() is None                 # the built-in default: no pool
-    with settings_file.overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
+    with overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
         assert fanout.FanoutSettings.from_settings().shards == 8
-    with settings_file.overriding({"fanout": {"pool": "gpu", "shard": 8}}):
+    with overriding({"fanout": {"pool": "gpu", "shard": 8}}):
         with pytest.raises(ValueError, match="unknown setting"):
             fanout.FanoutSettings.from_settings()
-    with settings_file.overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
+    with overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
         with pytest.raises(ValueError, match="flow name/deployment name"):
             fanout.FanoutSettings.from_settings()
 

@@ -14,7 +14,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.runs import StageReport, finish_run, start_run
 from caseforge.warehouse import connect, export_curated_parquet, find_mirror, open_mirror
 
@@ -157,7 +157,7 @@ def _statements(path: Path) -> list[str]:
 def test_every_write_to_a_table_mirrored_in_parts_moves_its_stamp(tmp_path):
     """The mirror finds changed rows of a table with `updated_at` by (key, updated_at) alone, so every statement
     in sql/ that inserts or updates such a table sets it; the append-only ops tables are never updated."""
-    from caseforge.config import SQL_DIR
+    from caseforge.settings import SQL_DIR
     from caseforge.warehouse import APPEND_ONLY_STAMPS, MIRROR_STAMP_COLUMN
 
     con = connect(tmp_path / "cf.duckdb")

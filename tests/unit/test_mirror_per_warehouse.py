@@ -9,7 +9,7 @@ import pytest
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.runs import StageReport, finish_run, start_run
 from caseforge.warehouse import WarehouseBusy, connect, export_curated_parquet, open_for_query
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.evalstore import ItemResult, save_run
 from caseforge.flows import nightly, nightly_report, registry
 from caseforge.warehouse import connect

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.flows import nightly, registry
 from caseforge.warehouse import connect
 

@@ -7,7 +7,7 @@ import pytest
 
 
 from caseforge.cli.status import status_data
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
 from caseforge.flows import nightly, registry
 from caseforge.runs import StageReport

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.flows import nightly
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion

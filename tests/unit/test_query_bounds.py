@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.warehouse import WarehouseBusy, connect, export_curated_parquet, open_for_query
 
 RUNAWAY = "SELECT sum(hash(a.range * b.range)) FROM range(300000) a, range(300000) b"

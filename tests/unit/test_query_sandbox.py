@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from warehouse_holder import held_by_another_process
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.warehouse import connect, export_curated_parquet, open_for_query
 
 

@@ -63,7 +63,7 @@ def test_an_end_the_warehouse_cannot_take_is_recorded_by_the_next_start_from_the
     import duckdb
 
     from caseforge import runs
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.session import run_session
     from caseforge.warehouse import connect
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.session import run_session
 from caseforge.warehouse import connect
 

@@ -7,7 +7,7 @@ import duckdb
 import pytest
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.warehouse import connect, export_curated_parquet
 
 

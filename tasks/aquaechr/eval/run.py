@@ -11,7 +11,7 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_markdown
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.evalstore import ItemResult
 from caseforge.families import check_families
 from caseforge.llm.config import Backends

@@ -12,7 +12,7 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import barexam_corpus
