@@ -8,8 +8,7 @@ import sys
 import duckdb
 
 from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
-from caseforge.settings import EXPECTATIONS_DIR
-from caseforge.settings import load_settings
+from caseforge.settings import EXPECTATIONS_DIR, load_settings
 from caseforge.runs import interrupted_runs, mark_interrupted_runs, unwritten_end
 from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql, sql_text
 

@@ -7,9 +7,8 @@ import httpx
 import pytest
 from upstream_doubles import LoopbackUpstreamDouble, Route
 
-from caseforge.settings import overriding
+from caseforge.settings import Settings, overriding
 from caseforge.archive import RawArchive
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.tasks.oyez import ingest as oyez
 from caseforge.warehouse import connect
