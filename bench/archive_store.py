@@ -18,7 +18,7 @@ from pathlib import Path
 
 from caseforge.archive import RawArchive
 from caseforge.settings import load_settings
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import duckdb
 from caseforge.atomic import write_atomically
 from caseforge.runs import check_stop
 from caseforge.settings import Settings, load_settings, variables_of
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import database_file, run_sql
 
 
 def sha256_hex(body: bytes) -> str:
@@ -134,10 +134,8 @@ class RawArchive:
 
 def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
     """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
-    from caseforge.settings import load_settings
-
-    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
-    return load_settings(database).archive_dir if database and database != ":memory:" else None
+    database = database_file(con)
+    return load_settings(database).archive_dir if database else None
 
 
 # ---- what a parser already made of the archive: skip it before parsing ----

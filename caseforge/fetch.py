@@ -24,7 +24,7 @@ import httpx
 
 from caseforge.archive import Payload, RawArchive, size_limit_bytes, size_limit_text, size_problem
 from caseforge.settings import Settings, load_settings
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse.statements import run_sql, sql_text
 
 _TABLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$")
 

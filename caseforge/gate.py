@@ -26,7 +26,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.settings import EXPECTATIONS_DIR
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse.statements import run_sql, sql_text
 
 log = logging.getLogger(__name__)
 

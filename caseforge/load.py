@@ -8,7 +8,7 @@ import pandas as pd
 
 from caseforge import gate as quality
 from caseforge.runs import check_stop
-from caseforge.warehouse import replace_staging, run_sql, transaction
+from caseforge.warehouse.statements import replace_staging, run_sql, transaction
 
 
 SHARED_CHANGE_COUNTERS = ("new", "changed")

@@ -37,7 +37,8 @@ class OutputRefused(ValueError):
 
 def warehouse_files(settings) -> dict[Path, str]:
     """What belongs to the warehouse of `settings` and may never be an output: path -> what it is."""
-    from caseforge.warehouse import mirror_generations, writer_waiting_path
+    from caseforge.warehouse.connection import writer_waiting_path
+    from caseforge.warehouse.mirror import mirror_generations
 
     db = Path(settings.db_path)
     return {db: "the warehouse", db.with_name(db.name + ".wal"): "the warehouse's WAL",

@@ -30,7 +30,8 @@ import duckdb
 
 from caseforge import processes
 from caseforge.settings import load_settings
-from caseforge.warehouse import connect, run_sql, transaction
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.statements import database_file, run_sql, transaction
 
 log = logging.getLogger(__name__)
 
@@ -312,11 +313,6 @@ def mark_interrupted_runs(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 # --- a run's open file: who it is, room for its end, and its end when the warehouse could not take it ---
 
-def _database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
-    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
-    return Path(database) if database else None
-
-
 def open_runs_folder(db_path: Path) -> Path:
     return load_settings(db_path).runs_dir / OPEN_RUNS_FOLDER
 
@@ -370,7 +366,7 @@ def _note_end_in_open_file(path: Path | None, end: dict) -> bool:
 
 
 def _forget_open_file(con_or_path, run_id: int) -> None:
-    db_path = con_or_path if isinstance(con_or_path, Path) else _database_file(con_or_path)
+    db_path = con_or_path if isinstance(con_or_path, Path) else database_file(con_or_path)
     path = _open_file(db_path, run_id)
     if path is not None:
         with contextlib.suppress(OSError):
@@ -382,7 +378,7 @@ def settle_open_runs(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Open-run files left behind: the end one holds is recorded (the run's row inserted if the warehouse lost
     it); a file of a run that ended, or whose process is gone without an end, is removed (a gone process's run
     is then marked by mark_interrupted_runs). A live run's file stays."""
-    db_path = _database_file(con)
+    db_path = database_file(con)
     folder = open_runs_folder(db_path) if db_path else None
     if folder is None or not folder.is_dir():
         return []
@@ -441,7 +437,7 @@ def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
     pid, host, process_start = process_identity()
     started_at = _now()
     run_id = run_sql(con, "ops/start_run.sql", [kind, target, started_at, pid, host, process_start]).fetchone()[0]
-    db_path = _database_file(con)
+    db_path = database_file(con)
     path = _open_file(db_path, run_id)
     if path is not None:
         _write_open_file(path, {"run_id": run_id, "kind": kind, "target": target, "started_at": started_at.isoformat(),
@@ -518,7 +514,7 @@ def _reopen(db_path: Path) -> duckdb.DuckDBPyConnection:
 
 def _database_file_of_run(con, run_id: int) -> Path | None:
     try:
-        return _database_file(con)
+        return database_file(con)
     except duckdb.Error:                     # an invalidated database answers nothing: the run knows its file
         paths = {db_path for (db_path, open_id) in list(_OPEN_RUNS) if open_id == run_id and db_path is not None}
         return paths.pop() if len(paths) == 1 else None

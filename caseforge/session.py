@@ -11,7 +11,8 @@ import duckdb
 from caseforge.archive import RawArchive
 from caseforge.settings import Settings
 from caseforge.runs import StageReport, end_run, start_run, stop_of
-from caseforge.warehouse import connect, export_curated_parquet
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
 
 log = logging.getLogger(__name__)
 

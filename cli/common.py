@@ -122,7 +122,7 @@ def is_ordinary(exc: BaseException) -> bool:
     import duckdb
 
     from caseforge.llm.backends.replay import ReplayMiss
-    from caseforge.warehouse import WarehouseError
+    from caseforge.warehouse.errors import WarehouseError
 
     return isinstance(exc, (OSError, ValueError, WarehouseError, CommandFailed, ReplayMiss, duckdb.IOException))
 

@@ -199,7 +199,7 @@ def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = 
 def run(args: argparse.Namespace) -> int:
     from caseforge import evalstore
     from caseforge.settings import load_settings
-    from caseforge.warehouse import open_for_query
+    from caseforge.warehouse.query import open_for_query
 
     if args.evaluation == "casegen":     # a refused judge is a usage error, not a failed run
         from caseforge.tasks.casegen.eval.pipeline import make_params

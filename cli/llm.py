@@ -57,7 +57,7 @@ def known_steps(con=None) -> list[str]:
     """The LLM steps the pipelines name (a pattern such as aquaechr-question-* for a family of steps), and
     those in the cache of `con`."""
     from caseforge.flows import registry
-    from caseforge.warehouse import run_sql
+    from caseforge.warehouse.statements import run_sql
 
     steps = {step for entry in registry.llm_steps().values() for step in entry}
     if con is not None:
@@ -137,7 +137,8 @@ def run_ping(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from caseforge.warehouse import open_for_query, sql_text
+    from caseforge.warehouse.query import open_for_query
+    from caseforge.warehouse.statements import sql_text
     settings = load_settings(args.db)
     con, _ = open_for_query(settings.db_path, settings.parquet_dir)
     try:
@@ -154,7 +155,7 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_export_replay(args: argparse.Namespace) -> int:
     from caseforge.llm.backends.replay import export_replay, not_a_replay_file
     from caseforge.outputs import check_output_path, check_replaceable_file
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
     settings = load_settings(args.db)
     # refused before anything is read (caseforge.outputs): the warehouse's own files, a file that is not a replay file
     out = check_output_path(args.out, settings, "the replay file", replaced=True)

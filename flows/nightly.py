@@ -32,7 +32,9 @@ from caseforge.flows.common import FlowCrashed, RunFailed, ends_as_stopped, fail
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.runs import RunStopped, StageReport, end_run, start_run, stop_of, stop_open_runs
-from caseforge.warehouse import connect, export_curated_parquet, open_warehouse, run_sql, table_exists
+from caseforge.warehouse.connection import connect, open_warehouse
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from caseforge.artifacts import publish_link, publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
-from caseforge.warehouse import run_sql, table_exists
+from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 

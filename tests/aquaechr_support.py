@@ -231,7 +231,7 @@ def record_replay(samples_dir, db_path, replay_path):
     from caseforge.tasks.aquaechr import build as steps
     from caseforge.embeddings import SentenceTransformerEmbedder
     from caseforge.tasks.aquaechr.strategies import parse_strategies
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(db_path)
     seed_sample_tables(con, samples_dir)

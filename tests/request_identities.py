@@ -74,7 +74,7 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     from caseforge.tasks.cn import curate, ingest
     from caseforge.tasks.cn.filters import FilterConfig
     from caseforge.tasks.cn.select import TFIDF
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     db = work / "casegen-representatives.duckdb"
     con = connect(db)

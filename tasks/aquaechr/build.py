@@ -26,7 +26,7 @@ from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion,
 from caseforge.tasks.aquaechr.sentences import Paragraph
 from caseforge.tasks.aquaechr.strategies import SEARCH_STRATEGIES, WINDOW_SIZES, Candidate, Window, \
     apply_extraction, apply_question, extraction_request, make_windows, question_request, search_context
-from caseforge.warehouse import run_sql, table_exists
+from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 INPUT_TABLES = ("guide_paragraphs", "guide_citations", "echr_paragraphs", "echr_judgments")

@@ -24,7 +24,7 @@ from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
 from caseforge.text import html_to_text
-from caseforge.warehouse import run_sql, transaction
+from caseforge.warehouse.statements import run_sql, transaction
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")

@@ -21,10 +21,9 @@ from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.guides import citations as cites
 from caseforge.tasks.guides.pages import GuidePage, read_pages
-from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
-from caseforge.tasks.guides.paragraphs import parse_guide
+from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS, parse_guide
 from caseforge.tasks.guides.resolve import Resolver, load_french_map
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.hudoc.query import SOURCE, api, QueryPager, since_with_overlap, yearly_windows
 from caseforge.tasks.hudoc.readers import parse_document
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 

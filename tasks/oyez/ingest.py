@@ -26,7 +26,7 @@ from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,
 )
-from caseforge.warehouse import run_sql, run_sql_over_rows
+from caseforge.warehouse.statements import run_sql, run_sql_over_rows
 
 log = logging.getLogger(__name__)
 

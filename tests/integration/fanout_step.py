@@ -23,7 +23,7 @@ from caseforge.llm.config import Backends
 from caseforge.runs import StageReport
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 CLAIMS_PER_CASE = 3
 

@@ -7,7 +7,7 @@ import pytest
 from caseforge.settings import load_settings
 from caseforge.flows import nightly
 from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import SourceDouble, BuilderDouble, ReleaseDouble
 

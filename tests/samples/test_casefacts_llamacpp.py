@@ -12,7 +12,7 @@ from caseforge.runs import StageReport  # noqa: E402
 from caseforge.tasks.casefacts import pipeline  # noqa: E402
 from caseforge.tasks.casefacts.build import make_backends, make_config  # noqa: E402
 from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from caseforge.tasks.casefacts import pipeline  # noqa: E402
 from caseforge.tasks.casefacts.config import BuildConfig  # noqa: E402
 from caseforge.tasks.casefacts.dataset_gate import gate_dataset  # noqa: E402
 from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 pytestmark = pytest.mark.samples
 BETTS, GIDEON, PLESSY, BROWN, AUSTIN, CITIZENS = 62490, 60411, 62394, 62548, 53712, 55589

@@ -19,7 +19,8 @@ from caseforge.tasks.cn import ingest as cn
 from caseforge.tasks.guides import ingest as guides
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import open_warehouse, table_exists
+from caseforge.warehouse.connection import open_warehouse
+from caseforge.warehouse.statements import table_exists
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 

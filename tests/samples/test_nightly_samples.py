@@ -17,7 +17,7 @@ from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
 from caseforge.release import validate_croissant, verify_release
 from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 from caseforge.settings import load_settings
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = pytest.mark.samples
 

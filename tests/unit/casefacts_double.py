@@ -185,7 +185,7 @@ def run_with_double(con, embedder_kind: str = "hashing"):
 def record_replay(samples_dir: Path, db_path: Path, out: Path = REPLAY_FILE) -> int:
     """Run the double with both embedders (their screened pairs differ) and export every answer."""
     from caseforge.llm.backends.replay import export_replay
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(db_path)
     load_demo_cases(con, samples_dir)

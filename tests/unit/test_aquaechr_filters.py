@@ -10,7 +10,7 @@ from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
 from caseforge.tasks.aquaechr.search import duplicates
 from caseforge.tasks.aquaechr.sentences import Paragraph, split_paragraph
 from caseforge.tasks.aquaechr.strategies import Candidate, Window, make_windows, parse_strategies
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def test_low_quality_threshold():

@@ -6,7 +6,7 @@ from test_aquaechr_filters import CITES, GUIDE, JUDGMENTS, PASSAGES
 
 from caseforge.runs import StageReport
 from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ from caseforge.retrieval.corpora import barexam_corpus  # noqa: E402
 from caseforge.runs import StageReport, start_run  # noqa: E402
 from caseforge.tasks.barexam.ingest import import_folder  # noqa: E402
 from caseforge.tasks.case.eval import barexam as barexam_eval  # noqa: E402
-from caseforge.warehouse import connect, run_sql  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
+from caseforge.warehouse.statements import run_sql
 
 REPLAY = HERE.parent / "fixtures" / "replay" / "case_barexam.jsonl"
 MODEL = "double-legal-1"

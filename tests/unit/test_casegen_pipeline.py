@@ -11,7 +11,7 @@ from caseforge.settings import load_settings
 from caseforge.llm.backends.replay import ReplayMiss
 from caseforge.tasks.casegen import build, pipeline
 from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -11,7 +11,7 @@ from caseforge.fetch import Fetcher, FetchError
 from caseforge.runs import StageReport
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.api import WenshuApiError, WenshuClient, WenshuCredentials, parse_document_response
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 DOC = (Path(__file__).resolve().parent.parent / "fixtures" / "cn_civil_judgment.txt").read_text(encoding="utf-8")
 RECORD = {"s1": "张三与李四民间借贷纠纷一审民事判决书", "s2": "北京市海淀区人民法院", "s5": "abc123",

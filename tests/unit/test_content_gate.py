@@ -8,7 +8,7 @@ import pytest
 
 from caseforge import gate, textchecks
 from caseforge.load import gate_and_load
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 # what SmolLM2-135M and Gemma 3 270M wrote in `make run` (build.casefacts_*, curated.aquaechr_qa, ops.llm_calls)
 GENERATED_CLAIMS = [

@@ -5,7 +5,7 @@ import pytest
 from caseforge.archive import RawArchive
 from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError, HostRateLimiter, parse_retry_after
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class ScriptedServerDouble:

@@ -10,7 +10,7 @@ import pytest
 from caseforge.archive import RawArchive
 from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError, HostUnreachable, install_host_slots
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def refusing_url() -> str:

@@ -11,7 +11,7 @@ from caseforge.settings import Settings, overriding
 from caseforge.archive import RawArchive
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as table
 
 

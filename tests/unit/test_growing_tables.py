@@ -5,7 +5,7 @@ Their keys stay unique by the statements that write them; migration 130 keeps ev
 from __future__ import annotations
 
 from caseforge.archive import RawArchive
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from migration_support import connect_before
 
 GROWING = ("ops.raw_payloads", "curated.scotus_cases", "curated.echr_judgments", "curated.echr_paragraphs",

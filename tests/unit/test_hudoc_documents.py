@@ -11,7 +11,7 @@ from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
 from caseforge.runs import StageReport
 from caseforge.tasks.hudoc import ingest
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 HTML = ("<style>.b { font-size:12pt } .h { page-break-after:avoid }</style><div>"
         "<p class='h'><span class='b'>PROCEDURE</span></p>"

@@ -14,7 +14,7 @@ from caseforge.llm import FreeText, run_job  # noqa: E402
 from caseforge.llm.shards import (merge_shards, read_request_shard, run_shard,  # noqa: E402
                                   split_requests, write_request_shards)
 from caseforge.llm.types import Completion  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 class EchoBackendDouble:

@@ -12,7 +12,7 @@ import pytest
 from caseforge.settings import load_settings
 from caseforge.evalstore import ItemResult, save_run
 from caseforge.flows import nightly, nightly_report, registry
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 PNG = b"\x89PNG\r\n\x1a\n"
 BENCHMARK_PLOTS = ["casefacts_labels", "casefacts_similarity", "casefacts_lengths", "aquaechr_judge_scores",

@@ -9,7 +9,7 @@ import pytest
 
 from caseforge.settings import load_settings
 from caseforge.flows import nightly, registry
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import ReleaseDouble
 

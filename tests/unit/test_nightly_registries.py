@@ -11,7 +11,7 @@ from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
 from caseforge.flows import nightly, registry
 from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import BuilderDouble as BuilderEntryDouble, ReleaseDouble, SourceDouble
 

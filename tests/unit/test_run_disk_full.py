@@ -14,13 +14,13 @@ import pytest
 FILL_THE_DISK = r"""
 import json, sys
 from pathlib import Path
-from caseforge.config import settings
 from caseforge.session import run_session
-from caseforge.warehouse import connect
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 db = Path(sys.argv[1]) / "cf.duckdb"
 try:
-    with run_session(settings(db), "ingest", "cn") as session:
+    with run_session(load_settings(db), "ingest", "cn") as session:
         session.con.execute("CREATE TABLE filler (text VARCHAR)")
         for _ in range(400):                  # about 1 MB a commit, until the disk is full
             session.con.execute("INSERT INTO filler SELECT md5(random()::VARCHAR) || md5(random()::VARCHAR) "
@@ -65,7 +65,7 @@ def test_an_end_the_warehouse_cannot_take_is_recorded_by_the_next_start_from_the
     from caseforge import runs
     from caseforge.settings import load_settings
     from caseforge.session import run_session
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     def disk_stays_full(*args, **kwargs):      # a test double for the warehouse's writes on a full disk
         raise duckdb.IOException('Could not write file "cf.duckdb.wal": No space left on device')

@@ -7,7 +7,7 @@ import pytest
 
 from caseforge.settings import load_settings
 from caseforge.session import run_session
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def run_row(db, run_id):

@@ -8,7 +8,8 @@ import pytest
 
 from caseforge.cli import main
 from caseforge.settings import load_settings
-from caseforge.warehouse import connect, export_curated_parquet
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from caseforge.retrieval.corpora import barexam_corpus
 from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.case.eval import barexam
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_ev
 from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply, reply_schema
 from caseforge.tasks.casegen.eval.text_job import run_text_job
 from caseforge.tasks.casegen.eval.truncate import cut_middle
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse.statements import run_sql, sql_text
 
 GENERATE_STEP = "casegen-generate"
 JUDGE_STEP = "casegen-judge"
