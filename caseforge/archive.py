@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 import duckdb
 
 from caseforge.atomic import write_atomically
-from caseforge.runs import check_stop
+from caseforge.stopping import check_stop
 from caseforge.settings import Settings, load_settings, variables_of
 from caseforge.warehouse.statements import database_file, run_sql
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 
 MAX_FAILURES_SHOWN = 200
 

@@ -7,7 +7,7 @@ import duckdb
 import pandas as pd
 
 from caseforge import gate as quality
-from caseforge.runs import check_stop
+from caseforge.stopping import check_stop
 from caseforge.warehouse.statements import replace_staging, run_sql, transaction
 
 

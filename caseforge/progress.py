@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 
-from caseforge.runs import check_stop, stop_requested
+from caseforge.stopping import check_stop, stop_requested
 from caseforge.settings import load_settings
 
 log = logging.getLogger("caseforge.progress")

@@ -10,7 +10,9 @@ import duckdb
 
 from caseforge.archive import RawArchive
 from caseforge.settings import Settings
-from caseforge.runs import StageReport, end_run, start_run, stop_of
+from caseforge.run_record import end_run, start_run
+from caseforge.stage_report import StageReport
+from caseforge.stopping import stop_of
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
 

@@ -189,7 +189,7 @@ class _QuietOnceStopped(logging.Filter):
     Prefect's run log (the API handler, not filtered) keeps them all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from caseforge.runs import stop_requested
+        from caseforge.stopping import stop_requested
 
         return stop_requested() is None
 

@@ -19,11 +19,12 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 from prefect.states import Cancelled, Completed, Failed, State
 
-from caseforge import artifacts, fetch, runs
+from caseforge import artifacts, fetch, stopping
 from caseforge.flows.llm_shard import PrefectShardRuns
 from caseforge.llm import fanout
 from caseforge.progress import LOGGER_ROOT, show_caseforge_logs
-from caseforge.runs import RunStopped, StageReport, StopRequest, stop_of
+from caseforge.stage_report import StageReport
+from caseforge.stopping import RunStopped, StopRequest, stop_of
 
 
 class RunLogHandler(APILogHandler):
@@ -176,14 +177,14 @@ def _stop_carried_by(state) -> StopRequest:
         data = None
     if isinstance(data, RunStopped):
         return data.request
-    return runs.stop_requested() or StopRequest("cancelled", "a Prefect cancellation", 128 + signal.SIGTERM)
+    return stopping.stop_requested() or StopRequest("cancelled", "a Prefect cancellation", 128 + signal.SIGTERM)
 
 
 def stopped_state(request: StopRequest, carry: bool = True):
     """The state a stopped flow or nightly stage ends in: Cancelled, named Interrupted for a signal, with the
     runs this process recorded as stopped; `carry`: with the stop as its data (report_of raises it)."""
     name = "Interrupted" if request.state == "interrupted" else "Cancelled"
-    return Cancelled(name=name, message=f"{request.reason}{runs.stopped_note()}",
+    return Cancelled(name=name, message=f"{request.reason}{stopping.stopped_note()}",
                      data=RunStopped(request) if carry else None)
 
 
@@ -263,14 +264,14 @@ def _mark_abandoned_runs(request: StopRequest) -> None:
                 client.set_task_run_state(parent_task or run_id, stopped_state(request, carry=False), force=True)
 
 
-runs.BEFORE_LEAVING.append(_mark_abandoned_runs)
+stopping.also_before_leaving(_mark_abandoned_runs)
 
 
 def _bridge_prefects_sigterm_handler() -> None:
     """Prefect's flow engine swaps its own SIGTERM handler in while a flow runs: it raises TerminationSignal,
     which Python loses when the signal lands in a finaliser (asyncio's transports have one: "Exception ignored",
     and the run went on). In its place (the module attribute every Prefect check reads, so cancellations are
-    still acknowledged) a handler that first records the stop (caseforge.runs.note_stop_signal; a cancellation
+    still acknowledged) a handler that first records the stop (caseforge.stopping.note_stop_signal; a cancellation
     announced by Prefect's runner is `cancelled`), so the run still stops at its next step, then raises
     TerminationSignal as Prefect's does."""
     from prefect._internal import control_listener
@@ -278,7 +279,7 @@ def _bridge_prefects_sigterm_handler() -> None:
     from prefect.utilities import engine as prefect_engine
 
     def caseforge_sigterm_handler(sig_num: int, *_frame) -> None:
-        if runs.note_stop_signal(sig_num, cancelled=control_listener.get_intent() == "cancel") is not None:
+        if stopping.note_stop_signal(sig_num, cancelled=control_listener.get_intent() == "cancel") is not None:
             raise TerminationSignal(signal=sig_num)
 
     prefect_engine._prefect_sigterm_handler = caseforge_sigterm_handler

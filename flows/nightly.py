@@ -31,7 +31,9 @@ from caseforge.flows import registry
 from caseforge.flows.common import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
-from caseforge.runs import RunStopped, StageReport, end_run, start_run, stop_of, stop_open_runs
+from caseforge.run_record import end_run, start_run, stop_open_runs
+from caseforge.stage_report import StageReport
+from caseforge.stopping import RunStopped, stop_of
 from caseforge.warehouse.connection import connect, open_warehouse
 from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql, table_exists

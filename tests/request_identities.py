@@ -68,7 +68,8 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
 
     from caseforge.archive import RawArchive
     from caseforge.settings import load_settings
-    from caseforge.runs import StageReport, start_run
+    from caseforge.run_record import start_run
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.casegen import pipeline
     from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
     from caseforge.tasks.cn import curate, ingest

@@ -17,7 +17,7 @@ from caseforge.gate import quarantine
 from caseforge.llm import run_job
 from caseforge.llm.config import Backends
 from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.attribution import cited_paragraph_count, citation_from_row, sentence_records

@@ -13,7 +13,7 @@ from caseforge.settings import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from caseforge.settings import Settings
 from caseforge.families import check_families
 from caseforge.llm.config import Backends
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import run_session
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig

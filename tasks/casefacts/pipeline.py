@@ -14,7 +14,7 @@ from caseforge.artifacts import publish_table
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.config import Backends
 from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import models as out
 from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.tasks.casefacts.chains import overlap_groups

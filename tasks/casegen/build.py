@@ -10,7 +10,7 @@ import pandas as pd
 
 from caseforge.gate import quarantine
 from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.items import Skipped, TaskItem, build_items
 from caseforge.warehouse.statements import run_sql, run_sql_over_rows, table_exists
 

@@ -7,7 +7,7 @@ from typing import Callable
 
 from caseforge.settings import Settings
 from caseforge.session import RunSession, run_session
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen import build
 
 

@@ -18,7 +18,7 @@ from caseforge.fetch import Fetcher
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.cn import curate
 from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials

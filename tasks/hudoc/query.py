@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 from caseforge.settings import upstream
 from caseforge.archive import Payload
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc.metadata import RecordFilter, TruncatedPage, records_from_payload
 
 SOURCE = "hudoc"

@@ -21,7 +21,7 @@ from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_
 from caseforge.load import batch_frame, batches, gate_and_load
 from caseforge.session import RunSession, run_session
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,

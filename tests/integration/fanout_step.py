@@ -20,7 +20,7 @@ import pandas as pd
 import caseforge.flows.common  # noqa: F401  (installs the fan-out's shard runs, as every flow module does)
 from caseforge.llm import fanout
 from caseforge.llm.config import Backends
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig
 from caseforge.warehouse.connection import connect

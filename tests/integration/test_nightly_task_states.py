@@ -6,7 +6,7 @@ import pytest
 
 from caseforge.settings import load_settings
 from caseforge.flows import nightly
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 
 from registry_doubles import SourceDouble, BuilderDouble, ReleaseDouble

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.guides import ingest as guides
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.hudoc.metadata import RecordFilter

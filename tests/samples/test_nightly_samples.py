@@ -16,7 +16,7 @@ from caseforge.flows import nightly, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
 from caseforge.release import validate_croissant, verify_release
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from caseforge.archive import RawArchive
 from caseforge.llm.types import Completion
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.oyez import ingest
 
 DEMO_CASE_FILES = ["1850_1900.163us537.json", "1940_1955.347us483.json", "1940_1955.316us455.json",

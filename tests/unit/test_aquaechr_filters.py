@@ -4,7 +4,7 @@ import json
 import pytest
 from aquaechr_support import BagOfWordsEmbedderDouble, ScriptedLegalBackendDouble, create_contract_tables
 
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
 from caseforge.tasks.aquaechr.search import duplicates

@@ -50,7 +50,7 @@ def test_juror_evidence_is_cut_until_the_prompt_fits_the_context_window(tmp_path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from legal_doubles import ScriptedLegalBackendDouble
 
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.case.method import SNIPPET_CHARS, Hypothesis, Problem, Snippet, run_jury
     from caseforge.warehouse.connection import connect
 
@@ -92,7 +92,7 @@ def test_a_juror_whose_reasoning_is_degenerate_is_not_counted_and_a_jury_of_them
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from legal_doubles import ScriptedLegalBackendDouble
 
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.case.method import Hypothesis, Problem, Snippet, no_verdict_reason, run_jury
     from caseforge.warehouse.connection import connect
 

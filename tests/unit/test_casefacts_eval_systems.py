@@ -14,7 +14,7 @@ from legal_doubles import ScriptedLegalBackendDouble  # noqa: E402
 from caseforge.llm.config import Backends  # noqa: E402
 
 from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
-from caseforge.runs import StageReport  # noqa: E402
+from caseforge.stage_report import StageReport  # noqa: E402
 from caseforge.tasks.casefacts.eval import retrieval as casefacts_eval, systems as casefacts_llm
 from caseforge.tasks.casefacts.eval.claims import load_claims  # noqa: E402
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex  # noqa: E402

@@ -19,7 +19,8 @@ from caseforge.cli import main
 from caseforge.settings import load_settings
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
-from caseforge.runs import StageReport, finish_run, start_run
+from caseforge.run_record import finish_run, start_run
+from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql

@@ -8,7 +8,7 @@ import pytest
 from caseforge.archive import RawArchive
 from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.api import WenshuApiError, WenshuClient, WenshuCredentials, parse_document_response
 from caseforge.warehouse.connection import connect

@@ -116,7 +116,7 @@ def test_every_suite_loads_and_names_only_known_rule_sets():
 def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(db_path):
     """Found in the nightly on the samples: with every generated claim quarantined, build.casefacts_generated kept
     the previous build's 9 claims, and the factuality check was asked about them."""
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.casefacts.config import BuildConfig
     from caseforge.tasks.casefacts.pipeline import BuildContext, _load
 

@@ -9,7 +9,7 @@ from docx import Document
 from caseforge.archive import RawArchive
 from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
 from caseforge.warehouse.connection import connect
 

@@ -10,7 +10,7 @@ import pytest
 from caseforge.archive import RawArchive
 from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
 from caseforge.tasks.hudoc.metadata import RecordFilter
 from caseforge.tasks.hudoc.query import QueryPager, Window

@@ -15,7 +15,8 @@ import textwrap
 from pathlib import Path
 
 from caseforge.settings import load_settings
-from caseforge.runs import StageReport, finish_run, start_run
+from caseforge.run_record import finish_run, start_run
+from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet, find_mirror
 from caseforge.warehouse.query import open_mirror

@@ -10,7 +10,7 @@ from caseforge.cli.status import status_data
 from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
 from caseforge.flows import nightly, registry
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 
 from registry_doubles import BuilderDouble as BuilderEntryDouble, ReleaseDouble, SourceDouble

@@ -60,7 +60,7 @@ def test_a_nightly_stopped_in_a_builder_records_the_builder_and_every_later_stag
     from registry_doubles import BuilderDouble, ReleaseDouble, SourceDouble
 
     from caseforge.flows import nightly
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
 
     def source_double(settings, **kwargs):
         con = connect(settings.db_path)

@@ -16,7 +16,7 @@ from caseforge.settings import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import barexam_corpus
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.case.eval import barexam
 from caseforge.warehouse.statements import run_sql

@@ -15,7 +15,7 @@ from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.casefacts.eval import fusion as casefacts_fusion
 from caseforge.tasks.casefacts.eval import retrieval

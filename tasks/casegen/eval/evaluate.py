@@ -12,7 +12,7 @@ import pandas as pd
 
 from caseforge import gate
 from caseforge.llm import SamplingParams, request_from_template
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.eval import metrics
 from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
 from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply, reply_schema

@@ -13,7 +13,7 @@ from caseforge.settings import Settings, load_settings
 from caseforge.llm.config import Backends
 from caseforge.outputs import write_text_atomically
 from caseforge.session import RunSession, run_session
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.eval import evaluate, metrics, store
 from caseforge.tasks.casegen.eval import report as reporting
 from caseforge.tasks.casegen.eval.judge import check_judge_family
