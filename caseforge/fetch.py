@@ -105,7 +105,7 @@ _host_slot: Callable[[str], ContextManager] = _no_slot
 
 def install_host_slots(acquire: Callable[[str], ContextManager] | None) -> None:
     """`acquire(host)` → a context manager held while a fetcher talks to that host (from its first request
-    to that host until the fetcher is closed): caseforge.flows.common installs one that takes a slot of
+    to that host until the fetcher is closed): caseforge.flows.wiring.install puts one in that takes a slot of
     the Prefect global concurrency limit `upstream-<host>` when running inside a Prefect run against a
     server. None puts back the default (no slot)."""
     global _host_slot

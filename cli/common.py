@@ -214,14 +214,17 @@ def flow_arguments(flow, args: argparse.Namespace) -> dict:
 
 @contextlib.contextmanager
 def flows_session():
-    """Around a command's flow runs: Prefect's terminal output without tracebacks (unless --debug; Prefect's
-    run log keeps them), and the Prefect server the flows report to (caseforge.flows.common.prefect_api:
-    the user's PREFECT_API_URL, else the shared local server, started in the background when none is up)."""
+    """Around a command's flow runs: Prefect wired into caseforge (caseforge.flows.wiring.install: artifacts,
+    host slots, fan-out, progress lines on the terminal and in the run log), Prefect's terminal output without
+    tracebacks (unless --debug; Prefect's run log keeps them), and the Prefect server the flows report to
+    (caseforge.flows.prefect_api: the user's PREFECT_API_URL, else the shared local server, started in the
+    background when none is up)."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.common import caseforge_logs_in_prefect, prefect_api
+    from caseforge.flows.prefect_api import prefect_api
+    from caseforge.flows.wiring import install
 
-    caseforge_logs_in_prefect()        # progress lines on the terminal and in the run log, past Prefect's WARNING root
+    install()
     terminal_tracebacks(SHOW_TRACEBACKS)
     quiet_once_stopped()
     with prefect_api():
@@ -249,7 +252,7 @@ def run_flow(flow, summary_to=None, **kwargs) -> dict:
 def flow_report(name: str, state) -> dict:
     """The report a flow's final state carries. A flow ended by an exception instead: an ordinary one
     (is_ordinary) is its reason in one line (exit 2); anything else "<flow> crashed" (exit 1)."""
-    from caseforge.flows.common import FlowCrashed, report_of
+    from caseforge.flows.states import FlowCrashed, report_of
 
     try:
         return report_of(state)

@@ -17,7 +17,7 @@ import time
 
 import pandas as pd
 
-import caseforge.flows.common  # noqa: F401  (installs the fan-out's shard runs, as every flow module does)
+from caseforge.flows.wiring import install
 from caseforge.llm import fanout
 from caseforge.llm.config import Backends
 from caseforge.stage_report import StageReport
@@ -91,6 +91,7 @@ def main() -> None:
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
+    install()                       # the fan-out's shard runs, as a command's flows get them
     print(json.dumps(run(args.db, args.base_url, args.concurrency)))
     sys.stdout.flush()
 

@@ -45,7 +45,9 @@ def test_a_fetcher_holds_its_hosts_slot_while_it_is_open(prefect_server, upstrea
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    import caseforge.flows.common  # noqa: F401  (installs the Prefect host slots)
+    from caseforge.flows.wiring import install
+
+    install()                       # the Prefect host slots, as a command's flows get them
 
     name = "upstream-127.0.0.1"
 

@@ -60,7 +60,7 @@ def test_the_workers_extra_is_pinned_on_top_of_the_lock():
 def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_sources_fetch_from():
     from urllib.parse import urlsplit
 
-    from caseforge.flows.common import host_limit_name
+    from caseforge.flows.wiring import host_limit_name
 
     from caseforge.tasks.cn.api import DEFAULT_DOC_URL
 

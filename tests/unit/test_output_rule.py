@@ -14,7 +14,7 @@ import pytest
 
 from caseforge.cli import main
 from caseforge.settings import load_settings
-from caseforge.flows import nightly
+from caseforge.flows import nightly_runner
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
 from caseforge.warehouse.connection import connect
@@ -256,7 +256,7 @@ def test_the_nightly_refuses_a_release_dir_in_the_warehouses_own_files(warehouse
     from caseforge.outputs import OutputRefused
 
     with pytest.raises(OutputRefused):
-        nightly.run_nightly(warehouse, nightly.NightlyOptions(release_dir=release_dir), sources={}, builders={},
+        nightly_runner.run_nightly(warehouse, nightly_runner.NightlyOptions(release_dir=release_dir), sources={}, builders={},
                             evaluations={}, releases={}, plots={})
     con = connect(warehouse.db_path, read_only=True)
     assert con.execute("SELECT count(*) FROM ops.runs").fetchone() == (0,)      # refused before the run began
