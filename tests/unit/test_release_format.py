@@ -1,4 +1,5 @@
-"""The release writer: Parquet + JSONL + card + Croissant + manifest, byte-identical when nothing changed."""
+"""The release format every benchmark writes (caseforge.release): Parquet + JSONL + card + Croissant + manifest,
+byte-identical when nothing changed. The four benchmarks' own writers: test_benchmark_releases.py."""
 import datetime as dt
 import functools
 import json
