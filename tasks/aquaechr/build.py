@@ -16,7 +16,7 @@ from caseforge.families import check_families
 from caseforge.gate import quarantine
 from caseforge.llm import run_job
 from caseforge.llm.config import Backends
-from caseforge.load import gate_and_load
+from caseforge.load import CuratedTable, gate_and_load
 from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
 from caseforge.tasks.aquaechr import filters
@@ -227,8 +227,8 @@ def store(con, run_id: int, candidates: list[Candidate], passages: dict, report:
                        row_data=json.dumps(row, default=str, ensure_ascii=False))
             report.fail(f"aquaechr_qa {row['qa_id']}: {'; '.join(problems)}")
     frame = frame.drop(index=bad).reset_index(drop=True)
-    outcome = gate_and_load(con, run_id, "aquaechr_qa", frame, "aquaechr/curate_aquaechr_qa.sql", "qa_id",
-                            change_counts_sql="aquaechr/qa_change_counts.sql")
+    outcome = gate_and_load(con, run_id, frame, CuratedTable("aquaechr_qa", "aquaechr/curate_aquaechr_qa.sql", "qa_id",
+                                                             change_counts_sql="aquaechr/qa_change_counts.sql"))
     outcome.quarantined += len(bad)
     outcome.report_to(report, loaded="qa_loaded", quarantined="qa_quarantined", changes_prefix="qa_")
     return frame

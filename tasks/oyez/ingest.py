@@ -18,7 +18,7 @@ from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origi
 from caseforge.settings import Settings, upstream
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.session import RunSession, run_session
 from caseforge.progress import Progress
 from caseforge.stage_report import StageReport
@@ -40,6 +40,9 @@ BATCH_SIZE = 200
 # the next run parses every case again (ops.loaded_payloads); the legacy table's likewise (legacy.py).
 PARSER = "oyez-case/1"
 LEGACY_PARSER = "oyez-legacy/1"
+CASES = CuratedTable("scotus_cases", "oyez/curate_scotus_cases.sql", "case_id", content_column="raw_sha256",
+                     unit=("case_id",))
+LEGACY = CuratedTable("scotus_legacy", "oyez/curate_scotus_legacy.sql", "case_id")
 
 
 @dataclass
@@ -153,10 +156,7 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
                remake: bool = False):
     if frame.empty:
         return None
-    outcome = gate_and_load(
-        con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
-        content_column="raw_sha256", remake=("case_id",) if remake else None,
-    )
+    outcome = gate_and_load(con, run_id, frame, CASES, remake=remake)
     outcome.report_to(report, "passed_gate")
     return outcome
 
@@ -264,7 +264,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         where, _, reason = problem.partition(": ")
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                                       key=path.name), report, "oyez legacy table")
-    outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
+    outcome = gate_and_load(con, run_id, frame, LEGACY)
     outcome.report_to(report, "legacy_loaded", records=False)
     ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
 
