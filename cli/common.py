@@ -18,7 +18,8 @@ from typing import Iterable
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option",
+__all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_entry_subcommands",
+           "add_format_option",
            "add_retry_failed_option", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
            "jsonable", "notes_out", "one_line", "print_rows", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
            "unknown_value"]
@@ -92,6 +93,20 @@ def add_format_option(parser: argparse.ArgumentParser) -> None:
 def notes_out(fmt: str):
     """Where a command's words besides its data go: stderr when stdout is csv or json, else stdout."""
     return sys.stderr if fmt in ("csv", "json") else sys.stdout
+
+
+def add_entry_subcommands(sub: argparse._SubParsersAction, verb: str, help: str, dest: str, metavar: str,
+                          entries: dict, options: dict, handler, *extra) -> None:
+    """`caseforge VERB NAME`: one subcommand per registry entry (its description the help), each with its own
+    options (`options[name](parser)`), then each of `extra` (add_db_option, ...), running `handler`."""
+    parser = sub.add_parser(verb, help=help)
+    names = parser.add_subparsers(dest=dest, required=True, metavar=metavar)
+    for name, entry in entries.items():
+        one = names.add_parser(name, help=entry.description)
+        options[name](one)
+        for add in extra:
+            add(one)
+        one.set_defaults(handler=handler)
 
 
 def add_retry_failed_option(parser: argparse.ArgumentParser) -> None:
