@@ -22,8 +22,8 @@ from caseforge.warehouse.errors import QueryStopped, WarehouseBusy
 from caseforge.warehouse.mirror import Mirror, find_mirror
 
 # The ad-hoc query connection (open_for_query): the warehouse and its own mirror, nothing else. DuckDB's
-# own settings do it, then lock_configuration so no statement can set them back (measured on 1.5.5:
-# COPY TO, EXPORT, ATTACH, read_text/read_csv/glob, INSTALL/LOAD and SET/RESET are all refused).
+# own settings do it, then lock_configuration so no statement can set them back: COPY TO, EXPORT, ATTACH,
+# read_text/read_csv/glob, INSTALL/LOAD and SET/RESET are all refused (tests/unit/test_query_sandbox.py).
 QUERY_SANDBOX = {
     "enable_external_access": False,        # no file or URL but the database itself; no ATTACH, no COPY TO
     "autoinstall_known_extensions": False,  # no download of an extension a query names
@@ -41,7 +41,7 @@ def open_mirror(mirror: Mirror, folder: Path, name: str = "mirror", config: dict
     read-only, so `CREATE`, `DROP`, `INSERT` and `ATTACH` are refused as they are on the warehouse itself,
     with the same errors (an in-memory database would take them). The files are handed to DuckDB as Arrow
     datasets, so DuckDB itself opens no path at all: allowing the mirror's folder or files instead
-    (allowed_directories / allowed_paths) would also let a query write there (measured on 1.5.5:
+    (allowed_directories / allowed_paths) would also let a query write there (DuckDB 1.5.5:
     COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false) overwrites it)."""
     import pyarrow.dataset as ds
 
