@@ -19,12 +19,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from caseforge.warehouse.connection import open_warehouse
 from caseforge.llm import config as llm_config
 from caseforge.llm.jobs import run_job
 from caseforge.llm.types import Completion
 from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS, judge_request, low_quality
 from caseforge.tasks.aquaechr.schemas import JudgeVerdict
+from caseforge.warehouse.connection import open_warehouse
 
 PACKAGED = ("gemma-3-270m", "smollm2-135m-instruct")   # the default judge first
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from caseforge.embeddings import SentenceTransformerEmbedder
 from caseforge.settings import load_settings
 from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.tasks.casefacts.embed import HashingEmbedder
-from caseforge.embeddings import SentenceTransformerEmbedder
 
 
 def main(samples: Path, pairs: int | None, embedder) -> None:

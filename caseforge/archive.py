@@ -15,8 +15,8 @@ from urllib.parse import unquote, urlparse
 import duckdb
 
 from caseforge.atomic import write_atomically
-from caseforge.stopping import check_stop
 from caseforge.settings import Settings, load_settings, variables_of
+from caseforge.stopping import check_stop
 from caseforge.warehouse.statements import database_file, run_sql
 
 

@@ -21,8 +21,8 @@ import threading
 import time
 import weakref
 
-from caseforge.stopping import check_stop, stop_requested
 from caseforge.settings import load_settings
+from caseforge.stopping import check_stop, stop_requested
 
 log = logging.getLogger("caseforge.progress")
 

@@ -9,8 +9,8 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
-from caseforge.settings import Settings
 from caseforge.run_record import end_run, start_run
+from caseforge.settings import Settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
 from caseforge.warehouse.connection import connect

@@ -10,9 +10,9 @@ import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
 from caseforge import stopping
-from caseforge.run_record import stop_open_runs
 from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
+from caseforge.run_record import stop_open_runs
 
 __all__ = ["build_parser", "main"]
 

@@ -7,10 +7,10 @@ import importlib.util
 
 from caseforge.cli.common import (CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
                                   unknown_value)
-from caseforge.settings import load_settings, user_file
 from caseforge.llm.backends import REGISTRY
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
+from caseforge.settings import load_settings, user_file
 
 # what each backend needs installed, for `llm models`
 _NEEDS = {"replay": None, "openai": "httpx", "llamacpp": "llama_cpp", "vllm": "vllm"}

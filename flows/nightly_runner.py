@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Callable
 
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
-from caseforge.settings import Settings, load_settings
 from caseforge.flows import registry
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.run_record import end_run, start_run, stop_open_runs
+from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.warehouse.connection import connect, open_warehouse

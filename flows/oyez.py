@@ -4,9 +4,9 @@ from __future__ import annotations
 from prefect import flow
 
 from caseforge.artifacts import publish_report
-from caseforge.settings import load_settings
 from caseforge.flows.states import as_tasks, ends_as_stopped, final_state
 from caseforge.flows.wiring import install
+from caseforge.settings import load_settings
 from caseforge.tasks.oyez import ingest
 
 # A worker's flow-run process enters caseforge here (deployments/prefect.yaml): Prefect is wired in now, before

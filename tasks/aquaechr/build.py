@@ -10,15 +10,15 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge.settings import Settings
 from caseforge.embeddings import SentenceTransformerEmbedder
 from caseforge.families import check_families
 from caseforge.gate import quarantine
 from caseforge.llm import run_job
 from caseforge.llm.config import Backends
 from caseforge.load import CuratedTable, gate_and_load
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.attribution import cited_paragraph_count, citation_from_row, sentence_records
 from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion, JudgeVerdict, \

@@ -9,12 +9,12 @@ from typing import Callable
 import duckdb
 
 from caseforge.archive import ParsedPayloads, RawArchive, size_problem
-from caseforge.settings import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
 from caseforge.load import CuratedTable, gate_and_load
 from caseforge.progress import Progress
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 
 SOURCE = "barexam"

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from caseforge.settings import Settings
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen import build
 

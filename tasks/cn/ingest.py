@@ -13,13 +13,13 @@ import pandas as pd
 
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import curate
 from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials
 from caseforge.tasks.cn.filters import FilterConfig, load_filter_config

@@ -12,13 +12,13 @@ import pandas as pd
 
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
-from caseforge.settings import Settings, upstream
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, gate_and_load
 from caseforge.progress import Progress
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings, upstream
+from caseforge.stage_report import StageReport
 from caseforge.tasks.guides import citations as cites
 from caseforge.tasks.guides.pages import GuidePage, read_pages
 from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS, parse_guide

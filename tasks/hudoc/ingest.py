@@ -12,13 +12,13 @@ import duckdb
 
 from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
 from caseforge.artifacts import publish_counters
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.hudoc.query import SOURCE, api, QueryPager, since_with_overlap, yearly_windows

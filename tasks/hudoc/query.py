@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Callable, Iterator
 
-from caseforge.settings import upstream
 from caseforge.archive import Payload
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.settings import upstream
 from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc.metadata import RecordFilter, TruncatedPage, records_from_payload
 

@@ -15,12 +15,12 @@ import httpx
 import pandas as pd
 
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
-from caseforge.settings import Settings, upstream
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
-from caseforge.session import RunSession, run_session
 from caseforge.progress import Progress
+from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings, upstream
 from caseforge.stage_report import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (

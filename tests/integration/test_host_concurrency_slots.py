@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher
+from caseforge.settings import Settings
 from caseforge.warehouse.connection import connect
 
 pytestmark = [pytest.mark.slow]

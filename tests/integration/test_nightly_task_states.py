@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from caseforge.settings import load_settings
 from caseforge.flows import nightly, nightly_runner
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 

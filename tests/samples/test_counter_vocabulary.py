@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from oyez_subset import link_oyez_subset
 
-from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint
 from caseforge.flows import registry
+from caseforge.settings import load_settings
 from caseforge.tasks.barexam import ingest as barexam
 from caseforge.tasks.casegen import pipeline as casegen
 from caseforge.tasks.cn import ingest as cn

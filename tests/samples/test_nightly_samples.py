@@ -11,11 +11,11 @@ from pydantic import BaseModel
 from dataclasses import dataclass
 from typing import Callable
 
-from caseforge.settings import load_settings
 from caseforge.flows import nightly_runner, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
 from caseforge.release import validate_croissant, verify_release
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 

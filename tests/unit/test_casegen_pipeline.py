@@ -7,8 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from caseforge.settings import load_settings
 from caseforge.llm.backends.replay import ReplayMiss
+from caseforge.settings import load_settings
 from caseforge.tasks.casegen import build, pipeline
 from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 from caseforge.warehouse.connection import connect

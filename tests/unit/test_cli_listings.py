@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.settings import load_settings
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
 from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.api import WenshuApiError, WenshuClient, WenshuCredentials, parse_document_response

@@ -3,8 +3,8 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError, HostRateLimiter, parse_retry_after
+from caseforge.settings import Settings
 from caseforge.warehouse.connection import connect
 
 

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.settings import Settings
 from caseforge.fetch import Fetcher, FetchError, HostUnreachable, install_host_slots
+from caseforge.settings import Settings
 from caseforge.warehouse.connection import connect
 
 

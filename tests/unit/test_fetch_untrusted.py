@@ -7,9 +7,9 @@ import httpx
 import pytest
 from upstream_doubles import LoopbackUpstreamDouble, Route
 
-from caseforge.settings import Settings, overriding
 from caseforge.archive import RawArchive
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.settings import Settings, overriding
 from caseforge.tasks.oyez import ingest as oyez
 from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as table

@@ -7,8 +7,8 @@ import httpx
 from docx import Document
 
 from caseforge.archive import RawArchive
-from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
 from caseforge.warehouse.connection import connect

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.settings import load_settings
 from caseforge.fetch import Fetcher
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
 from caseforge.tasks.hudoc.metadata import RecordFilter

@@ -1,8 +1,8 @@
 """Backend and model per role and step: arguments, environment, the settings file, the built-in defaults."""
 import pytest
 
-from caseforge.settings import overriding, table
 from caseforge.llm.config import Backends, llm_choice
+from caseforge.settings import overriding, table
 
 
 @pytest.fixture(autouse=True)

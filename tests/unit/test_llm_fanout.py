@@ -9,11 +9,11 @@ import pytest
 
 from echo_prompts import Number, requests_for
 
-from caseforge.settings import overriding
 from caseforge.llm import FreeText, fanout, run_job
 from caseforge.llm.config import LLMChoice
 from caseforge.llm.shards import ShardFiles, run_shard, write_request_file
 from caseforge.llm.types import Completion
+from caseforge.settings import overriding
 from caseforge.warehouse.connection import connect
 
 

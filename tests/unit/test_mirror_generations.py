@@ -14,8 +14,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from caseforge.settings import load_settings
 from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet, find_mirror

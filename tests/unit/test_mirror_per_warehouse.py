@@ -9,8 +9,8 @@ import pytest
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.settings import load_settings
 from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.errors import WarehouseBusy

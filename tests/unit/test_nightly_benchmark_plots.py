@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from caseforge.settings import load_settings
 from caseforge.evalstore import ItemResult, save_run
 from caseforge.flows import nightly_report, nightly_runner, registry
+from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 
 PNG = b"\x89PNG\r\n\x1a\n"

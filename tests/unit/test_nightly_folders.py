@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from caseforge.settings import load_settings
 from caseforge.flows import nightly_runner, registry
+from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 
 from registry_doubles import ReleaseDouble

@@ -7,9 +7,9 @@ import pytest
 
 
 from caseforge.cli.status import status_data
-from caseforge.settings import load_settings
 from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
 from caseforge.flows import nightly_runner, registry
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.warehouse.connection import connect
 

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from caseforge.cli import main
-from caseforge.settings import load_settings
 from caseforge.flows import nightly_runner
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
+from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
 

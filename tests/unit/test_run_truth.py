@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from caseforge.settings import load_settings
 from caseforge.session import run_session
+from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 
 

@@ -12,12 +12,12 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.settings import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
 from caseforge.retrieval.corpora import barexam_corpus
-from caseforge.stage_report import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.case.eval import barexam
 from caseforge.warehouse.statements import run_sql
 

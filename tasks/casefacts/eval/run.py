@@ -10,13 +10,13 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.settings import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
-from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
-from caseforge.stage_report import StageReport
+from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts.eval import fusion as casefacts_fusion
 from caseforge.tasks.casefacts.eval import retrieval
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from caseforge.settings import Settings, load_settings
 from caseforge.llm.config import Backends
 from caseforge.outputs import write_text_atomically
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.eval import evaluate, metrics, store
 from caseforge.tasks.casegen.eval import report as reporting
