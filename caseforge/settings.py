@@ -294,12 +294,26 @@ def overriding(settings: dict | None) -> Iterator[None]:
 _LOADED: dict[tuple, tuple[tuple[dict, ...], Settings]] = {}
 
 
+# Every variable the settings are read from, and those that name the settings file, as os.environ keeps them:
+# looked up in its own table of encoded names, since decoding the environment at each load_settings (a size
+# check per payload, a parse budget per document) would cost more than the checks themselves.
+_VARIABLES = tuple(os.fsencode(v) for v in (*(v for name in Settings.model_fields for v in variables_of(name)),
+                                            "CASEFORGE_CONFIG", "CASEFORGE_LLM_CONFIG"))
+
+
 def _in_force() -> tuple:
-    """What the settings depend on: the CASEFORGE_* variables, the user's file (which, and its stamp), the
-    overrides in force (by identity: each `overriding` block makes a new tuple)."""
-    variables = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("CASEFORGE_")))
-    found = user_file()
-    return variables, (str(found.resolve()), _stamp(found)) if found else None, id(_overrides.get())
+    """What the settings depend on: their environment variables, the user's file (which one, and its stamp),
+    the overrides in force (by identity: each `overriding` block makes a new tuple)."""
+    table = getattr(os.environ, "_data", None)
+    variables = tuple(map(table.get, _VARIABLES)) if isinstance(table, dict) else \
+        tuple(os.environ.get(os.fsdecode(v)) for v in _VARIABLES)
+    explicit = variables[-2] or variables[-1]             # CASEFORGE_CONFIG, else CASEFORGE_LLM_CONFIG
+    try:
+        found = os.stat(explicit or "caseforge.toml")
+        stamp = found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size
+    except OSError:
+        stamp = user_file() if explicit else None         # a named file that is missing: FileNotFoundError
+    return variables, stamp, id(_overrides.get())
 
 
 def load_settings(db: str | Path | None = None) -> Settings:
