@@ -19,12 +19,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from caseforge import warehouse
 from caseforge.llm import config as llm_config
 from caseforge.llm.jobs import run_job
 from caseforge.llm.types import Completion
 from caseforge.tasks.aquaechr.filters import DEFAULT_LOW_QUALITY_AT, DIMENSIONS, judge_request, low_quality
 from caseforge.tasks.aquaechr.schemas import JudgeVerdict
+from caseforge.warehouse.connection import open_warehouse
 
 PACKAGED = ("gemma-3-270m", "smollm2-135m-instruct")   # the default judge first
 
@@ -54,7 +54,7 @@ def judge(model: str, pairs: list[dict]) -> tuple[list[dict | None], list[str]]:
     backend = (ScriptedJudgeBackendDouble() if model == ScriptedJudgeBackendDouble.model
                else llm_config.backend("aquaechr-judge", role="judge", llm="llamacpp", model=model))
     requests = [judge_request(f"pair-{p['question_number']}", p["question"], p["answer"]) for p in pairs]
-    with tempfile.TemporaryDirectory() as tmp, warehouse.open_warehouse(Path(tmp) / "bench.duckdb") as con:
+    with tempfile.TemporaryDirectory() as tmp, open_warehouse(Path(tmp) / "bench.duckdb") as con:
         result = run_job(con, "aquaechr-judge", backend, requests, JudgeVerdict, fanout=False)
     scores = []
     for request in requests:

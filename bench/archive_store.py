@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings
-from caseforge.warehouse import connect
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.batches, args.batch_size = 3, 40
-    body = (settings().samples_dir / "hudoc" / "html" / "001-192223.html").read_bytes()
+    body = (load_settings().samples_dir / "hudoc" / "html" / "001-192223.html").read_bytes()
     per_new = []
     with tempfile.TemporaryDirectory(prefix="cf-archive-") as tmp:
         path = Path(tmp) / "bench.duckdb"

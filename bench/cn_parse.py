@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.tasks.cn.records import parse_record, read_dump, record_from_dict
 from caseforge.tasks.cn.sections import parse_sections
 from caseforge.tasks.cn.text import normalise_text
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="the first 60 documents, once")
     args = parser.parse_args()
-    samples = Path(args.samples or settings().samples_dir) / "cn"
+    samples = Path(args.samples or load_settings().samples_dir) / "cn"
     records = []
     for name in FULL_TEXT_FILES:
         records += [record_from_dict(row) for row in read_dump(name, (samples / name).read_bytes())]

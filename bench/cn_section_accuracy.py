@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.tasks.cn.accuracy import THRESHOLD, format_table, measure
 
 
@@ -17,7 +17,7 @@ def main() -> None:
     parser.add_argument("samples", nargs="?", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="the same run (it takes seconds)")
     args = parser.parse_args()
-    rows = measure((args.samples or Path(settings().samples_dir)) / "cn")
+    rows = measure((args.samples or Path(load_settings().samples_dir)) / "cn")
     print(f"share of documents whose section matches gold with similarity >= {THRESHOLD}")
     print(format_table(rows))
 

@@ -41,9 +41,9 @@ TARGET_WARM_OVERHEAD_S = 2.0
 
 BARE = """
 import sys
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.tasks.oyez import ingest
-report = ingest.refresh(settings(sys.argv[1]), from_dir=sys.argv[2])
+report = ingest.refresh(load_settings(sys.argv[1]), from_dir=sys.argv[2])
 assert report.counts["passed_gate"] == 1, report.counts
 """
 

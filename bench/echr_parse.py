@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.tasks.guides.citations import citation_rows
 from caseforge.tasks.guides.pages import read_pages
 from caseforge.tasks.guides.paragraphs import parse_guide
@@ -71,7 +71,7 @@ def compare_html_readers(html: list[tuple[str, bytes]], rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=Path, default=settings().samples_dir)
+    parser.add_argument("--samples", type=Path, default=load_settings().samples_dir)
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds per throughput figure")
     parser.add_argument("--rounds", type=int, default=20, help="rounds of the old/new reader comparison")
     parser.add_argument("--quick", action="store_true", help="2 rounds, 0.2 s per figure")

@@ -36,7 +36,7 @@ from caseforge.llm.parsing import schema_for  # noqa: E402
 from caseforge.llm.shards import Shard, merge_rows  # noqa: E402
 from caseforge.llm.worker import run_shard  # noqa: E402
 from caseforge.store import open_store  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 def one_shard(store, requests, base_url: str, concurrency: int, workdir: Path, tag: str) -> dict:

@@ -27,7 +27,7 @@ from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.backends.openai_compat import OpenAIBackend
 from caseforge.llm.reply_bounds import text
 from caseforge.llm.types import Completion
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class Echo(BaseModel):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.oyez import ingest
 from caseforge.tasks.oyez.parse import parse_case
 

@@ -146,7 +146,7 @@ def _size_mb(path: Path) -> float:
 def run_step(source: str, db: Path, folder: Path) -> dict:
     """One refresh in this process: CPU and wall seconds of the work alone, peak RSS, what it counted."""
     from caseforge import gate
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.tasks.cn import ingest as cn
     from caseforge.tasks.hudoc import ingest as hudoc
     from caseforge.tasks.oyez import ingest as oyez

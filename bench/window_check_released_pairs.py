@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from caseforge.config import settings
+from caseforge.embeddings import SentenceTransformerEmbedder
+from caseforge.settings import load_settings
 from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.tasks.casefacts.embed import HashingEmbedder
-from caseforge.embeddings import SentenceTransformerEmbedder
 
 
 def main(samples: Path, pairs: int | None, embedder) -> None:
@@ -43,5 +43,5 @@ if __name__ == "__main__":
     parser.add_argument("samples", nargs="?", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="the first 10 pairs of each file, the hashing embedder instead of the model")
     args = parser.parse_args()
-    main(args.samples or settings().samples_dir, 10 if args.quick else None,
+    main(args.samples or load_settings().samples_dir, 10 if args.quick else None,
          HashingEmbedder() if args.quick else SentenceTransformerEmbedder())

@@ -5,8 +5,6 @@ append: with the bodies in it, one new payload cost time and memory growing with
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -16,8 +14,10 @@ from urllib.parse import unquote, urlparse
 
 import duckdb
 
-from caseforge.runs import check_stop
-from caseforge.warehouse import run_sql
+from caseforge.atomic import write_atomically
+from caseforge.settings import Settings, load_settings, variables_of
+from caseforge.stopping import check_stop
+from caseforge.warehouse.statements import database_file, run_sql
 
 
 def sha256_hex(body: bytes) -> str:
@@ -52,9 +52,7 @@ class RawArchive:
         path = self.folder / sha256[:2] / sha256
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            staging = path.with_name(f".{sha256}.{os.getpid()}.{threading.get_ident()}.tmp")
-            staging.write_bytes(body)
-            os.replace(staging, path)
+            write_atomically(path, body)
         return None
 
     def _body(self, sha256: str, column: bytes | None) -> bytes:
@@ -136,10 +134,8 @@ class RawArchive:
 
 def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
     """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
-    from caseforge.config import settings as load_settings
-
-    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
-    return load_settings(database).archive_dir if database and database != ":memory:" else None
+    database = database_file(con)
+    return load_settings(database).archive_dir if database else None
 
 
 # ---- what a parser already made of the archive: skip it before parsing ----
@@ -229,42 +225,23 @@ class ParsedPayloads:
 # ---- size limits: what one upstream file or record may weigh before a parser is allowed to read it ----
 
 MB = 1024 * 1024
-# (source, kind) -> default limit in MB; each is overridden by CASEFORGE_MAX_MB_<SOURCE>_<KIND> (README).
-# The defaults sit far above the largest real input and far below what would choke a parser or the
-# warehouse: the largest sample Oyez case detail is 71 KB, a long Grand Chamber judgment a few MB.
-SIZE_LIMITS_MB: dict[tuple[str, str], float] = {
-    ("oyez", "case"): 2,           # one case-detail JSON
-    ("oyez", "list"): 64,          # the /cases list of every term (~8,400 summaries)
-    ("oyez", "legacy"): 64,        # the legacy justice table CSV
-    ("hudoc", "body"): 32,         # one judgment body, HTML or DOCX
-    ("hudoc", "docx_part"): 64,    # one part of a DOCX body once inflated (word/document.xml of 001-175180: 0.5 MB)
-    ("hudoc", "metadata"): 32,     # one query-result page or metadata file
-    ("guides", "guide"): 64,       # one guide: PDF, form-feed text or page CSV
-    ("cn", "dump"): 1024,          # one dump file (JSONL/JSON/CSV) or API response
-    ("cn", "record"): 4,           # one judgment record inside a dump (a JSONL line, a CSV row)
-    ("barexam", "file"): 1024,     # barexam_qa.csv or a passages_*.jsonl
-    ("barexam", "record"): 1,      # one question row or passage line
-}
+
+
+def _limit(kind: str, source: str, what: str):
+    """A limit of the settings (Settings.max_<kind>_<source>_<what>, from CASEFORGE_MAX_<KIND>_<SOURCE>_<WHAT>)."""
+    name = f"max_{kind}_{source}_{what}"
+    if name not in Settings.model_fields:
+        raise KeyError(f"no {kind} limit for {source} {what} (Settings has no {name})")
+    return getattr(load_settings(), name)
 
 
 def size_limit_variable(source: str, kind: str) -> str:
-    return f"CASEFORGE_MAX_MB_{source.upper()}_{kind.upper()}"
-
-
-def _env_number(name: str, default: float, unit: str) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number of {unit}, got {raw!r}") from exc
+    return variables_of(f"max_mb_{source}_{kind}")[0]
 
 
 def size_limit_bytes(source: str, kind: str) -> int:
-    """The limit in bytes: the environment's CASEFORGE_MAX_MB_<SOURCE>_<KIND>, else the default."""
-    megabytes = _env_number(size_limit_variable(source, kind), SIZE_LIMITS_MB[(source, kind)], "megabytes")
-    return int(round(megabytes * MB))
+    """The limit in bytes (CASEFORGE_MAX_MB_<SOURCE>_<KIND>)."""
+    return int(round(_limit("mb", source, kind) * MB))
 
 
 def _megabytes(size: int) -> str:
@@ -297,21 +274,7 @@ def payload_origin(payload: Payload) -> str:
 
 # ---- what one document may expand to once it is read: checked before and while it is parsed ----
 
-# (source, kind) -> most markup elements in one document; CASEFORGE_MAX_ELEMENTS_<SOURCE>_<KIND> (README).
-# Malyy's HTML body has 3,215 start tags, the DOCX of 001-175180 14,202 elements; a million tiny paragraphs
-# took BeautifulSoup 95 s here (over 500 s and 1.7 GB on a loaded machine).
-ELEMENT_LIMITS: dict[tuple[str, str], int] = {
-    ("hudoc", "body"): 200_000,
-}
-# (source, kind) -> seconds one document may take to parse; CASEFORGE_MAX_PARSE_S_<SOURCE>_<KIND> (README).
-# A long judgment or Chinese record parses in well under a second.
-PARSE_BUDGETS_S: dict[tuple[str, str], float] = {
-    ("hudoc", "body"): 60,
-    ("cn", "record"): 30,
-}
-# A DOCX part over 1 MB that inflates more than this many times its compressed size is refused unread
-# (CASEFORGE_MAX_ZIP_RATIO): real parts inflate 30 times at most, deflate can reach 1,032.
-ZIP_RATIO_LIMIT = 100
+# A DOCX part over this size is checked for its compression ratio (Settings.max_zip_ratio) before it is inflated.
 ZIP_RATIO_FROM_BYTES = MB
 
 
@@ -321,8 +284,7 @@ class LimitExceeded(ValueError):
 
 
 def element_limit(source: str, kind: str) -> int:
-    return int(_env_number(f"CASEFORGE_MAX_ELEMENTS_{source.upper()}_{kind.upper()}",
-                           ELEMENT_LIMITS[(source, kind)], "elements"))
+    return int(_limit("elements", source, kind))
 
 
 def element_problem(source: str, kind: str, count: int) -> str | None:
@@ -331,11 +293,11 @@ def element_problem(source: str, kind: str, count: int) -> str | None:
     if count <= limit:
         return None
     return (f"{count:,} elements is over the {source} {kind} limit of {limit:,} "
-            f"(set CASEFORGE_MAX_ELEMENTS_{source.upper()}_{kind.upper()} to raise it); not parsed")
+            f"(set {variables_of(f'max_elements_{source}_{kind}')[0]} to raise it); not parsed")
 
 
 def zip_ratio_limit() -> float:
-    return _env_number("CASEFORGE_MAX_ZIP_RATIO", ZIP_RATIO_LIMIT, "times")
+    return load_settings().max_zip_ratio
 
 
 class ParseBudget:
@@ -345,8 +307,8 @@ class ParseBudget:
 
     def __init__(self, source: str, kind: str, clock=time.monotonic):
         self.source, self.kind, self.clock = source, kind, clock
-        self.variable = f"CASEFORGE_MAX_PARSE_S_{source.upper()}_{kind.upper()}"
-        self.seconds = _env_number(self.variable, PARSE_BUDGETS_S[(source, kind)], "seconds")
+        self.variable = variables_of(f"max_parse_s_{source}_{kind}")[0]
+        self.seconds = _limit("parse_s", source, kind)
         self.started = clock()
 
     def check(self, stage: str) -> None:

@@ -1,7 +1,7 @@
 """What a run shows in the orchestrator's UI: tables, markdown pages, links.
 
 Any stage may publish; nothing here imports Prefect. The flows layer installs the publisher that
-turns these calls into Prefect artifacts (caseforge.flows.common), and that publisher alone decides
+turns these calls into Prefect artifacts (caseforge.flows.wiring.install), and that publisher alone decides
 whether a flow run is there to receive them. With no publisher installed (tests calling steps
 directly, `caseforge sql`) every call does nothing.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 
 MAX_FAILURES_SHOWN = 200
 

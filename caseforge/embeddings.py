@@ -5,18 +5,19 @@ $CASEFORGE_DENSE_MODEL), else the all-MiniLM-L6-v2 folder shipped by the gt-all-
 """
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 import numpy as np
+
+from caseforge.settings import load_settings
 
 _MODELS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
 
 def default_model_path() -> Path | None:
-    configured = os.environ.get("CASEFORGE_EMBEDDING_MODEL") or os.environ.get("CASEFORGE_DENSE_MODEL")
+    configured = load_settings().embedding_model
     if configured:
         return Path(configured)
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from caseforge.outputs import replacing_file, write_text_atomically
-from caseforge.warehouse import run_sql, sql_text, transaction
+from caseforge.warehouse.statements import run_sql, sql_text, transaction
 
 CONTENT_GATE = "rejected by the content gate"
 

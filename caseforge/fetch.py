@@ -22,10 +22,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from caseforge import settings_file
 from caseforge.archive import Payload, RawArchive, size_limit_bytes, size_limit_text, size_problem
-from caseforge.config import Settings
-from caseforge.warehouse import run_sql
+from caseforge.settings import Settings, load_settings
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +105,7 @@ _host_slot: Callable[[str], ContextManager] = _no_slot
 
 def install_host_slots(acquire: Callable[[str], ContextManager] | None) -> None:
     """`acquire(host)` → a context manager held while a fetcher talks to that host (from its first request
-    to that host until the fetcher is closed): caseforge.flows.common installs one that takes a slot of
+    to that host until the fetcher is closed): caseforge.flows.wiring.install puts one in that takes a slot of
     the Prefect global concurrency limit `upstream-<host>` when running inside a Prefect run against a
     server. None puts back the default (no slot)."""
     global _host_slot
@@ -200,9 +199,8 @@ class Fetcher:
         )
         # source -> the origins its requests may go to: every [upstream] base URL in force now
         self.allowed: dict[str, set[Origin]] = {}
-        for source, base in settings_file.section("upstream").items():
-            if isinstance(base, str) and base:
-                self.allow(source, base)
+        for source, base in load_settings().file.upstream.base_urls().items():
+            self.allow(source, base)
 
     def allow(self, source: str, url: str) -> None:
         """Let `source` request the origin (scheme://host:port) of `url`, e.g. an endpoint its settings name."""
@@ -287,7 +285,7 @@ class Fetcher:
             kind: str) -> FetchResult:
         """GET url, retrying transient failures; archive the body under (source, key). The URL must be on a
         host allowed for `source` (RefusedURL); the body may weigh at most the (source, kind) size limit
-        (BodyTooLarge, see caseforge.archive.SIZE_LIMITS_MB)."""
+        (BodyTooLarge; the limits are caseforge.settings.Settings.max_mb_*)."""
         full_url = str(httpx.URL(url, params=params)) if params else url
         try:
             self._check_allowed(source, full_url)

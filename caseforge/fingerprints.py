@@ -9,9 +9,14 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.warehouse.statements import run_sql, sql_text
 
 _TABLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$")
+
+
+def value_fingerprint(value) -> str:
+    """A stable digest of a value (a table's fingerprint, settings): key order does not matter."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def checked_table_name(table: str) -> str:

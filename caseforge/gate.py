@@ -25,8 +25,8 @@ from functools import lru_cache
 import duckdb
 import pandas as pd
 
-from caseforge.config import EXPECTATIONS_DIR
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.settings import EXPECTATIONS_DIR
+from caseforge.warehouse.statements import run_sql, sql_text
 
 log = logging.getLogger(__name__)
 

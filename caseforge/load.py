@@ -7,8 +7,8 @@ import duckdb
 import pandas as pd
 
 from caseforge import gate as quality
-from caseforge.runs import check_stop
-from caseforge.warehouse import replace_staging, run_sql, transaction
+from caseforge.stopping import check_stop
+from caseforge.warehouse.statements import replace_staging, run_sql, transaction
 
 
 SHARED_CHANGE_COUNTERS = ("new", "changed")
@@ -62,66 +62,76 @@ def batch_frame(rows: list[dict], columns: list[str], key: str | None = None, re
     return frame.astype(object).where(frame.notna(), None)
 
 
-def gate_and_load(
-    con: duckdb.DuckDBPyConnection,
-    run_id: int | None,
-    table: str,
-    frame: pd.DataFrame,
-    curate_sql: str,
-    key_column: str,
-    change_counts_sql: str | None = None,
-    identifiers: dict[str, str] | None = None,
-    content_column: str | None = None,
-    change_key: tuple[str, ...] | None = None,
-    remake: tuple[str, ...] | None = None,
-) -> LoadOutcome:
-    """Validate `frame` against expectations/<table>.json; load what passes.
+@dataclass(frozen=True)
+class CuratedTable:
+    """Where a gated batch lands, and how its new, changed and unchanged rows are counted.
 
-    `identifiers` fill the `{name}` placeholders of a generic curate (and change-count) statement.
-    New / changed / unchanged rows are counted by `change_counts_sql`, or by sql/ops/change_counts.sql comparing
-    `content_column` (a content hash) with curated, row by row on `change_key` (default: `key_column` alone).
-    `remake` (the columns of a unit replaced as a whole: a case, a judgment's paragraphs) is given when the batch
-    holds a re-parse of payloads whose rows are already in curated (a new parser version, --reparse): those
-    units are deleted before the curate statement, which then writes them as this parse made them (counted
-    as `remade`; their new/changed/unchanged counts are taken before, against the rows as they were).
-    `failed_sha256` of the outcome names the payloads (raw_sha256) with a row that did not land.
+    The batch is validated against expectations/<name>.json and what passes is staged in staging.<name>, then
+    `curate_sql` writes it into curated; `identifiers` fill the `{name}` placeholders of a generic curate (and
+    change-count) statement. A quarantined row is named by its `key_column`. Changes are counted by
+    `change_counts_sql`, or by sql/ops/change_counts.sql comparing `content_column` (a content hash) with curated
+    row by row on `change_key` (default: `key_column` alone), or not at all. `unit`: the columns of a unit a
+    re-parse replaces as a whole (a case, a judgment's paragraphs)."""
+
+    name: str
+    curate_sql: str
+    key_column: str
+    identifiers: dict[str, str] | None = None
+    change_counts_sql: str | None = None
+    content_column: str | None = None
+    change_key: tuple[str, ...] | None = None
+    unit: tuple[str, ...] | None = None
+
+
+def gate_and_load(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFrame, table: CuratedTable,
+                  remake: bool = False) -> LoadOutcome:
+    """Validate `frame` against the table's expectations; load what passes (CuratedTable says where and how).
+
+    `remake`: the batch holds a re-parse of payloads whose rows are already in curated (a new parser version,
+    --reparse): their units (`table.unit`) are deleted before the curate statement, which then writes them as
+    this parse made them (counted as `remade`; their new/changed/unchanged counts are taken before, against the
+    rows as they were). `failed_sha256` of the outcome names the payloads (raw_sha256) with a row that did not
+    land.
 
     Validation results and quarantined rows are committed even when the batch is rejected,
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
     old curated table or the new one.
     """
+    if remake and not table.unit:
+        raise ValueError(f"{table.name}: a re-parse replaces whole units, and none is named (CuratedTable.unit)")
     check_stop()                     # a batch is the unit a run stops between
     outcome = LoadOutcome()
     if frame.empty:
         return outcome
-    result = quality.validate(table, frame)
+    result = quality.validate(table.name, frame)
     with transaction(con):
-        quality.record(con, run_id, frame, result, key_column=key_column)
+        quality.record(con, run_id, frame, result, key_column=table.key_column)
         outcome.quarantined = result.rows_failed
         outcome.batch_rejected = result.batch_rejected
         if "raw_sha256" in frame.columns:
             rows = range(len(frame)) if result.batch_rejected else result.failed_rows
             outcome.failed_sha256 = {frame.iloc[i]["raw_sha256"] for i in rows if 0 <= i < len(frame)}
         if result.batch_rejected:
-            outcome.reasons.append(f"{table}: batch of {len(frame)} rejected: " + "; ".join(result.batch_reasons))
+            outcome.reasons.append(f"{table.name}: batch of {len(frame)} rejected: " + "; ".join(result.batch_reasons))
         else:
             for i, reasons in sorted(result.failed_rows.items()):
-                key = frame.iloc[i][key_column] if 0 <= i < len(frame) else "?"
-                outcome.reasons.append(f"{table} {key_column}={key}: " + "; ".join(reasons))
+                key = frame.iloc[i][table.key_column] if 0 <= i < len(frame) else "?"
+                outcome.reasons.append(f"{table.name} {table.key_column}={key}: " + "; ".join(reasons))
         if not result.passed.empty:
-            replace_staging(con, table, result.passed)
-            counts_sql, counts_names = change_counts_sql, identifiers
-            if content_column:
+            replace_staging(con, table.name, result.passed)
+            counts_sql, counts_names = table.change_counts_sql, table.identifiers
+            if table.content_column:
                 counts_sql = "ops/change_counts.sql"
-                counts_names = {"table": table, "key": change_key or key_column, "content": content_column}
+                counts_names = {"table": table.name, "key": table.change_key or table.key_column,
+                                "content": table.content_column}
             if counts_sql:
                 row = run_sql(con, counts_sql, identifiers=counts_names)
                 names = [d[0] for d in row.description]
                 outcome.changes = dict(zip(names, (int(v or 0) for v in row.fetchone())))
             if remake:
                 outcome.remade = int(run_sql(con, "ops/delete_remade_rows.sql",
-                                             identifiers={"table": table, "unit": remake}).fetchone()[0])
-            run_sql(con, curate_sql, identifiers=identifiers)
+                                             identifiers={"table": table.name, "unit": table.unit}).fetchone()[0])
+            run_sql(con, table.curate_sql, identifiers=table.identifiers)
             outcome.staged = len(result.passed)
     return outcome
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-_IMPORTED_AT = time.time()
+from caseforge import processes
+from caseforge.atomic import renamed_into_place, staging_name
 
 # a callable that says why `path` is not caseforge's own output of the kind being written (None: it is)
 Recogniser = Callable[[Path], "str | None"]
@@ -38,7 +37,8 @@ class OutputRefused(ValueError):
 
 def warehouse_files(settings) -> dict[Path, str]:
     """What belongs to the warehouse of `settings` and may never be an output: path -> what it is."""
-    from caseforge.warehouse import mirror_generations, writer_waiting_path
+    from caseforge.warehouse.connection import writer_waiting_path
+    from caseforge.warehouse.mirror import mirror_generations
 
     db = Path(settings.db_path)
     return {db: "the warehouse", db.with_name(db.name + ".wal"): "the warehouse's WAL",
@@ -86,27 +86,8 @@ def check_output_folders(settings, what: str, **folders: str | Path | None) -> N
             check_output_path(folder, settings, f"{what} (--{option.replace('_', '-')})")
 
 
-def process_started_at() -> float:
-    """When this process started (epoch seconds): what is older was left by an earlier one.
-
-    From the process's start tick and the system's uptime, both to the hundredth of a second (the boot time
-    /proc/stat gives is whole seconds: a start computed from it could precede the real one by up to a second,
-    and debris a process killed just before this one left would look like this process's own)."""
-    try:
-        stat = Path("/proc/self/stat").read_text()
-        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return min(_IMPORTED_AT, time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return _IMPORTED_AT
-
-
 def _debris_pattern(name: str) -> re.Pattern:
     return re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.(tmp|old)$")
-
-
-def _staging_name(name: str, kind: str) -> str:
-    return f".{name}.{uuid.uuid4().hex}.{kind}"
 
 
 def _remove(path: Path) -> None:
@@ -124,7 +105,7 @@ def clear_debris(final: Path, recognise: Recogniser | None = None) -> list[Path]
     if not folder.is_dir():
         return []
     pattern = _debris_pattern(final.name)
-    started = process_started_at()
+    started = processes.started_at()
     debris = []
     for entry in folder.iterdir():
         try:
@@ -172,12 +153,12 @@ def staged_folder(final: Path) -> Iterator[Path]:
     error, it replaces `final` as a whole (the old one moved aside, the new one moved in, the old one
     removed); on an error it is removed and `final` is left as it was."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = final.parent / _staging_name(final.name, "tmp")
+    staging = final.parent / staging_name(final.name, "tmp")
     staging.mkdir()
     try:
         yield staging
         if final.exists():
-            retired = final.parent / _staging_name(final.name, "old")
+            retired = final.parent / staging_name(final.name, "old")
             final.rename(retired)
             staging.rename(final)
             shutil.rmtree(retired)
@@ -211,16 +192,11 @@ def replacing_file(path: str | Path, recognise: Recogniser | None, what: str, *,
     target = check_replaceable_file(path, recognise, what)
     target.parent.mkdir(parents=True, exist_ok=True)
     clear_debris(target)
-    partial = target.parent / _staging_name(target.name, "tmp")
-    try:
+    with renamed_into_place(target) as partial:
         with partial.open("wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
-        os.replace(partial, target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
 
 
 def write_text_atomically(path: str | Path, text: str) -> Path:

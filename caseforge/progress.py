@@ -21,7 +21,8 @@ import threading
 import time
 import weakref
 
-from caseforge.runs import check_stop, stop_requested
+from caseforge.settings import load_settings
+from caseforge.stopping import check_stop, stop_requested
 
 log = logging.getLogger("caseforge.progress")
 
@@ -31,7 +32,7 @@ _LOCK = threading.Lock()
 
 
 def bars_wanted(stream=None) -> bool:
-    mode = os.environ.get("CASEFORGE_PROGRESS", "auto").lower()
+    mode = load_settings().progress.lower()
     if mode in ("plain", "off", "0", "no"):
         return False
     if mode in ("bar", "1", "yes"):
@@ -152,7 +153,7 @@ class Progress:
         in a copy of the caller's context, so inside a Prefect run its lines reach that run's log. Only with the
         real clock (tests that drive a fake clock get no thread)."""
         if heartbeat_s is None:
-            heartbeat_s = float(os.environ.get("CASEFORGE_PROGRESS_HEARTBEAT_S", "30"))
+            heartbeat_s = load_settings().progress_heartbeat_s
         if heartbeat_s <= 0 or self._clock is not time.monotonic:
             return None
         context = contextvars.copy_context()

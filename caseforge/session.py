@@ -9,9 +9,12 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
-from caseforge.runs import StageReport, end_run, start_run, stop_of
-from caseforge.warehouse import connect, export_curated_parquet
+from caseforge.run_record import end_run, start_run
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
+from caseforge.stopping import stop_of
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
 
 log = logging.getLogger(__name__)
 

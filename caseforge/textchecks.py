@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-from caseforge.config import PROMPTS_DIR
+from caseforge.settings import PROMPTS_DIR
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")

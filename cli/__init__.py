@@ -9,9 +9,10 @@ import sys
 import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
-from caseforge import runs
+from caseforge import stopping
 from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
+from caseforge.run_record import stop_open_runs
 
 __all__ = ["build_parser", "main"]
 
@@ -56,7 +57,7 @@ class _CurrentStderrHandler(logging.StreamHandler):
 
 def main(argv: list[str] | None = None) -> int:
     """The command line. Run as the program itself (`argv` None), a stopped command leaves within
-    caseforge.runs.STOP_GRACE_S even when some work cannot be stopped (a thread stuck in a read)."""
+    caseforge.stopping.STOP_GRACE_S even when some work cannot be stopped (a thread stuck in a read)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_once_stopped()
     unraisable_before = sys.unraisablehook
     sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
-    with runs.stop_on_signals(exit_when_stuck=argv is None):
+    with stopping.stop_on_signals(exit_when_stuck=argv is None, before_leaving=(stop_open_runs,)):
         try:
             return _run(args)
         except CommandFailed as exc:
@@ -88,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"caseforge: {reason}", file=sys.stderr)
             return getattr(exc, "exit_code", 1)
         except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, a Prefect cancellation: one line, runs recorded
-            request = runs.stop_of(exc)
-            runs.stop_open_runs(request)
-            runs.say_stopped(request)
+            request = stopping.stop_of(exc)
+            stop_open_runs(request)
+            stopping.say_stopped(request)
             return request.exit_code
         except BrokenPipeError:                 # `caseforge status | head`: the reader has what it wanted
             common.quiet_stdout()
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"caseforge: {one_line(exc)}", file=sys.stderr)
             return 2
         finally:                                # main() also runs in-process (tests, notebooks): leave no trace
-            runs.forget_stop()
+            stopping.forget_stop()
             sys.unraisablehook = unraisable_before
             for name, before in (("CASEFORGE_LLM_RETRY_FAILED", retry_before), ("CASEFORGE_LLM_REFRESH", refresh_before)):
                 if before is None:
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _quiet_about_lost_stops(hook):
     """A stop signal's exception raised inside a finaliser is lost to Python ("Exception ignored in ...", a
-    traceback on the terminal); the stop itself is not (caseforge.runs keeps it and the run stops at its next
+    traceback on the terminal); the stop itself is not (caseforge.stopping keeps it and the run stops at its next
     step), so it is not printed. Everything else goes to `hook`."""
     def quiet(unraisable) -> None:
         error = unraisable.exc_value
@@ -126,9 +127,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return args.handler(args) or 0
     except Exception as exc:
-        if runs.stop_requested() is None:
+        if stopping.stop_requested() is None:
             raise
-        raise runs.RunStopped(runs.stop_requested()) from exc      # what failed, failed because of the stop
+        raise stopping.RunStopped(stopping.stop_requested()) from exc      # what failed, failed because of the stop
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from caseforge.cli.common import add_db_option
-from caseforge.config import settings as load_settings
-from caseforge.warehouse import open_for_query
+from caseforge.settings import load_settings
+from caseforge.warehouse.query import open_for_query
 
 
 def _audit_casefacts(args: argparse.Namespace) -> int:

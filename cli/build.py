@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import argparse
 
-from caseforge.cli.common import add_db_option, add_llm_cache_options, finish, flow_arguments, run_flow
+from caseforge.cli.common import (add_db_option, add_entry_subcommands, add_llm_cache_options, finish, flow_arguments,
+                                  run_flow)
 from caseforge.flows import registry
 
 
-def casefacts_options(parser: argparse.ArgumentParser) -> None:
+def llm_options(parser: argparse.ArgumentParser, checker: str) -> None:
+    """The backend, the generator and the model that checks it (`checker`: validator, judge), a replay file."""
     parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
     parser.add_argument("--model", help="generator model (default: the settings file's)")
-    parser.add_argument("--validator-model", dest="validator_model",
-                        help="validator model, of another family than the generator (default: the settings file's)")
+    parser.add_argument(f"--{checker}-model", dest=f"{checker}_model",
+                        help=f"{checker} model, of another family than the generator (default: the settings file's)")
     parser.add_argument("--replay-file", dest="replay_file", help="JSONL replay file for --llm replay")
+
+
+def casefacts_options(parser: argparse.ArgumentParser) -> None:
+    llm_options(parser, "validator")
     parser.add_argument("--limit", type=int, help="only the first N cases")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--embedder", choices=["sentence-transformers", "hashing"], default="sentence-transformers")
@@ -29,11 +35,7 @@ def aquaechr_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategies", default="iv-c,iv-b,iv-a",
                         help="comma list of i,ii,iii,iv-a,iv-b,iv-c (search ones run as a cascade c→b→a)")
     parser.add_argument("--guides", nargs="*", help="guide ids (default: all in curated.guide_paragraphs)")
-    parser.add_argument("--llm", help="LLM backend: replay, openai, llamacpp, vllm (default: the settings file's)")
-    parser.add_argument("--model", help="generator model (default: the settings file's)")
-    parser.add_argument("--judge-model", dest="judge_model",
-                        help="judge model, of another family than the generator (default: the settings file's)")
-    parser.add_argument("--replay-file", dest="replay_file", help="replay backend: JSONL of recorded answers")
+    llm_options(parser, "judge")
     parser.add_argument("--limit", type=int, help="source windows per guide and strategy")
     parser.add_argument("--low-quality-at", dest="low_quality_at", type=int, default=3,
                         help="a judge score <= this is low quality")
@@ -51,14 +53,8 @@ OPTIONS = {"casefacts": casefacts_options, "aquaechr": aquaechr_options, "casege
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("build", help="build a benchmark dataset from curated tables")
-    builders = parser.add_subparsers(dest="dataset", required=True, metavar="BENCHMARK")
-    for name, builder in registry.BUILDERS.items():
-        one = builders.add_parser(name, help=builder.description)
-        OPTIONS[name](one)
-        add_db_option(one)
-        add_llm_cache_options(one)
-        one.set_defaults(handler=run)
+    add_entry_subcommands(sub, "build", "build a benchmark dataset from curated tables", "dataset", "BENCHMARK",
+                          registry.BUILDERS, OPTIONS, run, add_db_option, add_llm_cache_options)
 
 
 def run(args: argparse.Namespace) -> int:

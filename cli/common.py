@@ -18,7 +18,8 @@ from typing import Iterable
 
 from caseforge.errors import CommandFailed
 
-__all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_format_option",
+__all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_entry_subcommands",
+           "add_format_option",
            "add_llm_cache_options", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
            "jsonable", "notes_out", "one_line", "print_rows", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
            "unknown_value"]
@@ -94,6 +95,20 @@ def notes_out(fmt: str):
     return sys.stderr if fmt in ("csv", "json") else sys.stdout
 
 
+def add_entry_subcommands(sub: argparse._SubParsersAction, verb: str, help: str, dest: str, metavar: str,
+                          entries: dict, options: dict, handler, *extra) -> None:
+    """`caseforge VERB NAME`: one subcommand per registry entry (its description the help), each with its own
+    options (`options[name](parser)`), then each of `extra` (add_db_option, ...), running `handler`."""
+    parser = sub.add_parser(verb, help=help)
+    names = parser.add_subparsers(dest=dest, required=True, metavar=metavar)
+    for name, entry in entries.items():
+        one = names.add_parser(name, help=entry.description)
+        options[name](one)
+        for add in extra:
+            add(one)
+        one.set_defaults(handler=handler)
+
+
 def add_llm_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-failed", dest="retry_failed", action="store_true",
                         help="ask again, once, every LLM request whose cached answer is a failure "
@@ -125,7 +140,7 @@ def is_ordinary(exc: BaseException) -> bool:
     import duckdb
 
     from caseforge.llm.backends.replay import ReplayMiss
-    from caseforge.warehouse import WarehouseError
+    from caseforge.warehouse.errors import WarehouseError
 
     return isinstance(exc, (OSError, ValueError, WarehouseError, CommandFailed, ReplayMiss, duckdb.IOException))
 
@@ -192,7 +207,7 @@ class _QuietOnceStopped(logging.Filter):
     Prefect's run log (the API handler, not filtered) keeps them all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from caseforge.runs import stop_requested
+        from caseforge.stopping import stop_requested
 
         return stop_requested() is None
 
@@ -217,14 +232,17 @@ def flow_arguments(flow, args: argparse.Namespace) -> dict:
 
 @contextlib.contextmanager
 def flows_session():
-    """Around a command's flow runs: Prefect's terminal output without tracebacks (unless --debug; Prefect's
-    run log keeps them), and the Prefect server the flows report to (caseforge.flows.common.prefect_api:
-    the user's PREFECT_API_URL, else the shared local server, started in the background when none is up)."""
+    """Around a command's flow runs: Prefect wired into caseforge (caseforge.flows.wiring.install: artifacts,
+    host slots, fan-out, progress lines on the terminal and in the run log), Prefect's terminal output without
+    tracebacks (unless --debug; Prefect's run log keeps them), and the Prefect server the flows report to
+    (caseforge.flows.prefect_api: the user's PREFECT_API_URL, else the shared local server, started in the
+    background when none is up)."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.common import caseforge_logs_in_prefect, prefect_api
+    from caseforge.flows.prefect_api import prefect_api
+    from caseforge.flows.wiring import install
 
-    caseforge_logs_in_prefect()        # progress lines on the terminal and in the run log, past Prefect's WARNING root
+    install()
     terminal_tracebacks(SHOW_TRACEBACKS)
     quiet_once_stopped()
     with prefect_api():
@@ -252,7 +270,7 @@ def run_flow(flow, summary_to=None, **kwargs) -> dict:
 def flow_report(name: str, state) -> dict:
     """The report a flow's final state carries. A flow ended by an exception instead: an ordinary one
     (is_ordinary) is its reason in one line (exit 2); anything else "<flow> crashed" (exit 1)."""
-    from caseforge.flows.common import FlowCrashed, report_of
+    from caseforge.flows.states import FlowCrashed, report_of
 
     try:
         return report_of(state)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from caseforge.cli.common import (add_db_option, add_llm_cache_options, finish, flow_arguments, notes_out,
-                                  run_flow)
+from caseforge.cli.common import (add_db_option, add_entry_subcommands, add_llm_cache_options, finish, flow_arguments,
+                                  notes_out, run_flow)
 from caseforge.flows import registry
 
 RETRIEVERS = ("bm25", "qlm", "dense", "hybrid")
@@ -163,14 +163,8 @@ OPTIONS = {"casefacts": casefacts_options, "case": case_options, "casegen": case
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("eval", help="evaluate systems on a benchmark; results in eval.*")
-    evaluations = parser.add_subparsers(dest="evaluation", required=True, metavar="BENCHMARK")
-    for name, evaluation in registry.EVALUATIONS.items():
-        one = evaluations.add_parser(name, help=evaluation.description)
-        OPTIONS[name](one)
-        add_db_option(one)
-        add_llm_cache_options(one)
-        one.set_defaults(handler=run)
+    add_entry_subcommands(sub, "eval", "evaluate systems on a benchmark; results in eval.*", "evaluation", "BENCHMARK",
+                          registry.EVALUATIONS, OPTIONS, run, add_db_option, add_llm_cache_options)
 
 
 # notes that say how a whole CaseFacts result was made, printed as a header above its numbers
@@ -198,8 +192,8 @@ def print_metrics(metrics: dict, notes: dict, fmt: str, keys: tuple[str, ...] = 
 
 def run(args: argparse.Namespace) -> int:
     from caseforge import evalstore
-    from caseforge.config import settings as load_settings
-    from caseforge.warehouse import open_for_query
+    from caseforge.settings import load_settings
+    from caseforge.warehouse.query import open_for_query
 
     if args.evaluation == "casegen":     # a refused judge is a usage error, not a failed run
         from caseforge.tasks.casegen.eval.pipeline import make_params

@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.outputs import check_output_path
     from caseforge.release.writer import prepare_release_folder
-    from caseforge.warehouse import open_warehouse
+    from caseforge.warehouse.connection import open_warehouse
 
     settings = load_settings(args.db)
     # refused before anything is read (caseforge.outputs): the warehouse's own files, a symbolic link, a

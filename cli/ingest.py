@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from caseforge.cli.common import CommandError, add_db_option, finish, flow_arguments, run_flow
+from caseforge.cli.common import CommandError, add_db_option, add_entry_subcommands, finish, flow_arguments, run_flow
 from caseforge.flows import registry
 
 
@@ -57,16 +57,14 @@ OPTIONS = {"oyez": oyez_options, "hudoc": hudoc_options, "guides": guides_option
            "barexam": barexam_options}
 
 
+def add_reparse_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reparse", action="store_true",
+                        help="parse every file again, also those this parser version already loaded")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("ingest", help="fetch (or replay), parse, gate and curate one source")
-    sources = parser.add_subparsers(dest="source", required=True, metavar="SOURCE")
-    for name, source in registry.SOURCES.items():
-        one = sources.add_parser(name, help=source.description)
-        OPTIONS[name](one)
-        one.add_argument("--reparse", action="store_true",
-                         help="parse every file again, also those this parser version already loaded")
-        add_db_option(one)
-        one.set_defaults(handler=run)
+    add_entry_subcommands(sub, "ingest", "fetch (or replay), parse, gate and curate one source", "source", "SOURCE",
+                          registry.SOURCES, OPTIONS, run, add_reparse_option, add_db_option)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 import importlib.util
+import sys
 
-from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out,
-                                  print_rows, unknown_value)
-from caseforge.config import settings as load_settings
+from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
+                                  unknown_value)
 from caseforge.llm.backends import REGISTRY
-from caseforge import settings_file
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
+from caseforge.settings import load_settings, table, user_file
 
 CACHE_KEY_NOTE = ("cached by request: model name, messages, sampling parameters, output schema, prompt template "
                   "(id and content hash); not by backend or endpoint, so one model name served two ways shares "
@@ -75,7 +74,7 @@ def known_steps(con=None) -> list[str]:
     """The LLM steps the pipelines name (a pattern such as aquaechr-question-* for a family of steps), and
     those in the cache of `con`."""
     from caseforge.flows import registry
-    from caseforge.warehouse import run_sql
+    from caseforge.warehouse.statements import run_sql
 
     steps = {step for entry in registry.llm_steps().values() for step in entry}
     if con is not None:
@@ -124,7 +123,7 @@ def run_models(args: argparse.Namespace) -> int:
                  for name, needs in sorted(_NEEDS.items())}
     rows = [(*row, installed.get(row[2], "-")) for row in rows]
     print_rows(["step", "role", "backend", "model", "family", "options", "installed"], rows, args.format)
-    found = settings_file.user_file()
+    found = user_file()
     print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}", file=notes_out(args.format))
     if args.format == "table":
         print_rows(["backend", "installed"], sorted(installed.items()), "table")
@@ -180,7 +179,7 @@ def pipeline_uses(all_pipelines: bool = False) -> list:
             steps = entry.llm_steps()
             if not steps or not (all_pipelines or entry.nightly):
                 continue
-            opts = settings_file.section("nightly", section, name) if entry.nightly else {}
+            opts = table("nightly", section, name) if entry.nightly else {}
             for step, role in sorted(steps.items()):
                 models = [None]
                 if role == "system" and opts.get("models"):
@@ -240,7 +239,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from caseforge.warehouse import open_for_query, sql_text
+    from caseforge.warehouse.query import open_for_query
+    from caseforge.warehouse.statements import sql_text
     settings = load_settings(args.db)
     con, _ = open_for_query(settings.db_path, settings.parquet_dir)
     try:
@@ -258,7 +258,7 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_export_replay(args: argparse.Namespace) -> int:
     from caseforge.llm.backends.replay import export_replay, not_a_replay_file
     from caseforge.outputs import check_output_path, check_replaceable_file
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
     settings = load_settings(args.db)
     # refused before anything is read (caseforge.outputs): the warehouse's own files, a file that is not a replay file
     out = check_output_path(args.out, settings, "the replay file", replaced=True)

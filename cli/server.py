@@ -39,7 +39,7 @@ def _user_server() -> str | None:
 
 def run_start(args: argparse.Namespace) -> int:
     from caseforge.flows import local_server
-    from caseforge.flows.common import start_local_server
+    from caseforge.flows.prefect_api import start_local_server
 
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         raise CommandError([f"--idle-timeout {args.idle_timeout:g}: expected seconds above 0"])

@@ -1,5 +1,5 @@
 """`caseforge sql`: read-only ad-hoc SQL on the warehouse (or its Parquet mirror while a run holds it),
-one statement per call, on caseforge.warehouse.open_for_query's sandboxed connection."""
+one statement per call, on caseforge.warehouse.query.open_for_query's sandboxed connection."""
 from __future__ import annotations
 
 import argparse
@@ -8,8 +8,9 @@ import dataclasses
 import duckdb
 
 from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line, print_rows
-from caseforge.config import settings as load_settings
-from caseforge.warehouse import MIRRORED_OPS_TABLES, QueryBounds, open_for_query
+from caseforge.settings import load_settings
+from caseforge.warehouse.mirror import MIRRORED_OPS_TABLES
+from caseforge.warehouse.query import QueryBounds, open_for_query
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,10 +8,13 @@ import sys
 import duckdb
 
 from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
-from caseforge.config import EXPECTATIONS_DIR
-from caseforge.config import settings as load_settings
-from caseforge.runs import interrupted_runs, mark_interrupted_runs, unwritten_end
-from caseforge.warehouse import WarehouseError, connect, open_for_query, run_sql, sql_text
+from caseforge.open_run_files import unwritten_end
+from caseforge.run_record import interrupted_runs, mark_interrupted_runs
+from caseforge.settings import EXPECTATIONS_DIR, load_settings
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.errors import WarehouseError
+from caseforge.warehouse.query import open_for_query
+from caseforge.warehouse.statements import run_sql, sql_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,7 +11,7 @@
 #
 # Global concurrency limits, one per upstream host (upstream-<host name>), bound how many runs (on any
 # worker) talk to that host at once: caseforge.fetch takes one slot of its host's limit at a fetcher's first
-# request to the host and gives it back when the fetcher closes (flows/common.py, PrefectHostSlots), whenever
+# request to the host and gives it back when the fetcher closes (flows/wiring.py, PrefectHostSlots), whenever
 # it runs inside a Prefect run against this server. A host without a limit is fetched without one (Prefect
 # logs a warning). The per-process rate limit of caseforge.fetch still spaces the requests.
 #

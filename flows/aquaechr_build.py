@@ -4,8 +4,8 @@ from __future__ import annotations
 from prefect import flow
 
 from caseforge.artifacts import publish_report
-from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
+from caseforge.flows.states import as_tasks, ends_as_stopped, final_state
+from caseforge.settings import load_settings
 from caseforge.tasks.aquaechr import build
 from caseforge.tasks.aquaechr.strategies import parse_strategies
 

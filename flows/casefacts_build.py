@@ -5,8 +5,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from caseforge.artifacts import publish_report
-from caseforge.config import settings as load_settings
-from caseforge.flows.common import ends_as_stopped, final_state
+from caseforge.flows.states import ends_as_stopped, final_state
+from caseforge.settings import load_settings
 from caseforge.tasks.casefacts.build import build, make_backends, make_config
 
 _TASKS: dict[str, object] = {}

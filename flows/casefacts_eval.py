@@ -4,9 +4,9 @@ from __future__ import annotations
 from prefect import flow
 
 from caseforge.artifacts import publish_report
-from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
+from caseforge.flows.states import as_tasks, ends_as_stopped, final_state
 from caseforge.outputs import check_output_folders
+from caseforge.settings import load_settings
 from caseforge.tasks.casefacts.eval import run
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD
 

@@ -8,7 +8,7 @@ the store, saves its answers there as they come and whole at the end, and never 
 anything else of the orchestrator's. `PrefectShardRuns` is what caseforge.llm.fanout submits those runs with
 (`run_deployment(..., timeout=0)`) and watches them through: their states, their flow-run heartbeats
 (Prefect's `prefect.flow-run.heartbeat` events, every PREFECT_FLOWS_HEARTBEAT_FREQUENCY seconds) and, for a
-run that failed or crashed, the error its worker logged. caseforge.flows.common installs it.
+run that failed or crashed, the error its worker logged. caseforge.flows.wiring.install() installs it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Cancelled, Cancelling, Crashed
 
-from caseforge import settings_file
+from caseforge.settings import table as settings_table
 from caseforge.flows.local_server import URL_ENV as LOCAL_URL_ENV
 from caseforge.llm import fanout
 from caseforge.llm.worker import answer_shard as answer_on_this_machine
@@ -45,7 +45,7 @@ def answer_shard(step: str, store: str, shard: str, backend: str | None, model: 
     """The choice comes from the orchestrator (backend, model, options without paths, keys and loopback
     endpoints); paths, keys, endpoints and the store's credentials come from this machine's settings and
     environment."""
-    endpoint = (endpoint_from_environment() or str(settings_file.section("fanout").get("store_endpoint_url") or "")
+    endpoint = (endpoint_from_environment() or str(settings_table("fanout").get("store_endpoint_url") or "")
                 or store_endpoint_url)
     shard_store = open_store(store, endpoint or None)
     shard_store.check(write=False)         # a store this machine cannot use: one line in the run's log

@@ -20,7 +20,7 @@ Prefect's temporary server (no UI, the services a temporary server runs), plus a
 leases. Killing it kills everything it started. A state file whose process is gone is stale and replaced;
 a server of another Prefect version or database is left alone and not reused.
 
-Standard library only at import: the server process daemonizes (fork) before it imports Prefect.
+Nothing of Prefect at import: the server process daemonizes (fork) before it imports Prefect.
 """
 from __future__ import annotations
 
@@ -40,6 +40,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from caseforge import processes
+from caseforge.atomic import write_atomically
+from caseforge.settings import load_settings
+
 MODE_ENV = "CASEFORGE_PREFECT_SERVER"          # "local" (default) or "ephemeral" (a temporary server per command)
 IDLE_ENV = "CASEFORGE_PREFECT_SERVER_IDLE_S"
 URL_ENV = "CASEFORGE_PREFECT_LOCAL_URL"        # set beside PREFECT_API_URL while a command uses the local server
@@ -56,14 +60,14 @@ class LocalServerError(RuntimeError):
 
 
 def mode() -> str:
-    value = os.environ.get(MODE_ENV, "local").strip().lower() or "local"
+    value = load_settings().prefect_server.strip().lower() or "local"
     if value not in MODES:
         raise LocalServerError(f"{MODE_ENV}={value!r}: expected one of {', '.join(MODES)}")
     return value
 
 
 def idle_timeout_s() -> float:
-    raw = os.environ.get(IDLE_ENV, "")
+    raw = load_settings().prefect_server_idle_s
     try:
         value = float(raw) if raw.strip() else DEFAULT_IDLE_S
     except ValueError:
@@ -114,9 +118,7 @@ def read_state(paths: Paths) -> dict | None:
 
 
 def _write_state(paths: Paths, state: dict) -> None:
-    temporary = paths.state.with_name(f".server.json.{os.getpid()}")
-    temporary.write_text(json.dumps(state, indent=1))
-    os.replace(temporary, paths.state)
+    write_atomically(paths.state, json.dumps(state, indent=1))
 
 
 def _forget(paths: Paths, pid: int) -> None:
@@ -127,37 +129,13 @@ def _forget(paths: Paths, pid: int) -> None:
             paths.state.unlink()
 
 
-_PROC = Path("/proc/self/stat").exists()
-
-
-def process_alive(pid: int) -> bool:
-    """Running (a zombie is not, where /proc tells)."""
-    if not _PROC:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] not in ("Z", "X")
-
-
 def owns(pid: int, paths: Paths) -> bool:
-    """`pid` is alive and is the server process of this state folder (not another process given the pid)."""
-    if not process_alive(pid):
+    """`pid` is running (not a zombie) and is the server process of this state folder (not another process
+    given the pid)."""
+    if processes.alive(pid) is False:
         return False
-    if not _PROC:
-        return True                                     # no /proc to tell: trust the pid
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return MARKER.encode() in cmdline and str(paths.home.parent).encode() in cmdline
+    arguments = processes.command_line(pid) or []
+    return MARKER in arguments and str(paths.home.parent) in arguments
 
 
 def decide(state: dict | None, alive: bool, identity: dict) -> str:

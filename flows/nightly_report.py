@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Callable
 
 import duckdb
 
 from caseforge.artifacts import publish_link, publish_markdown, publish_table
+from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
-from caseforge.warehouse import run_sql, table_exists
+from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +190,4 @@ def write_run_dir(con, result, plots: dict) -> None:
 def point_latest_at(run_dir: Path) -> None:
     """`latest` beside the run folders (`<db name>-runs/latest`) links to this run's folder: replaced in one
     step (a symlink renamed over the old one), so a reader never finds it missing or half-written."""
-    latest = run_dir.parent / LATEST
-    staged = run_dir.parent / f".{LATEST}.{os.getpid()}.tmp"
-    staged.unlink(missing_ok=True)
-    staged.symlink_to(run_dir.name, target_is_directory=True)
-    os.replace(staged, latest)
+    link_atomically(run_dir.parent / LATEST, run_dir.name, folder=True)

@@ -24,10 +24,11 @@ nightly sends one message.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import timedelta
 from urllib.parse import unquote, urlsplit
+
+from caseforge.settings import load_settings
 
 NOTIFY_URL_ENV = "CASEFORGE_NOTIFY_URL"
 NOTIFY_BLOCK_ENV = "CASEFORGE_NOTIFY_BLOCK"
@@ -129,7 +130,8 @@ def install(url: str | None, block_slug: str | None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(prog="python -m caseforge.flows.notifications", description=__doc__.split("\n\n")[0],
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    url, block_slug = os.environ.get(NOTIFY_URL_ENV, "").strip(), os.environ.get(NOTIFY_BLOCK_ENV, "").strip()
+    settings = load_settings()
+    url, block_slug = settings.notify_url.strip(), settings.notify_block.strip()
     if not url and not block_slug:
         print(f"failure notifications: none ({NOTIFY_URL_ENV} and {NOTIFY_BLOCK_ENV} are not set; set one and run "
               "deployments/setup.sh again)")

@@ -4,9 +4,14 @@ from __future__ import annotations
 from prefect import flow
 
 from caseforge.artifacts import publish_report
-from caseforge.config import settings as load_settings
-from caseforge.flows.common import as_tasks, ends_as_stopped, final_state
+from caseforge.flows.states import as_tasks, ends_as_stopped, final_state
+from caseforge.flows.wiring import install
+from caseforge.settings import load_settings
 from caseforge.tasks.oyez import ingest
+
+# A worker's flow-run process enters caseforge here (deployments/prefect.yaml): Prefect is wired in now, before
+# its engine starts the flow run.
+install()
 
 PREFECT_STEPS = as_tasks(ingest.Steps(), "oyez")
 

@@ -35,8 +35,8 @@ class FlowEntry:
 
     def run(self, settings, **kwargs) -> dict:
         """Run the flow on `settings`' warehouse (a subflow inside a running flow) and return its report;
-        caseforge.flows.common.FlowCrashed when it ended without one."""
-        from caseforge.flows.common import report_of
+        caseforge.flows.states.FlowCrashed when it ended without one."""
+        from caseforge.flows.states import report_of
 
         return report_of(self.flow()(db=str(settings.db_path), **kwargs, return_state=True))
 

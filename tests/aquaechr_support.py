@@ -227,11 +227,12 @@ def record_replay(samples_dir, db_path, replay_path):
     flow can replay it too) and write the cache as a replay file. Plain steps, no Prefect: the
     requests are the ones the flow makes with the same options."""
     from caseforge.llm.backends.replay import export_replay
-    from caseforge.runs import StageReport, start_run
+    from caseforge.run_record import start_run
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.aquaechr import build as steps
     from caseforge.embeddings import SentenceTransformerEmbedder
     from caseforge.tasks.aquaechr.strategies import parse_strategies
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(db_path)
     seed_sample_tables(con, samples_dir)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import shutil
 
-from caseforge import warehouse
-from caseforge.warehouse import connect, migration_files
+from caseforge.warehouse import migrations
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.migrations import migration_files
 
 
 def connect_before(migration: int, db_path, tmp_path, monkeypatch):
@@ -15,7 +16,7 @@ def connect_before(migration: int, db_path, tmp_path, monkeypatch):
         if number < migration:
             shutil.copy(path, earlier / path.name)
     with monkeypatch.context() as patch:
-        patch.setattr(warehouse, "MIGRATIONS_DIR", earlier)
+        patch.setattr(migrations, "MIGRATIONS_DIR", earlier)
         con = connect(db_path)
     assert max(n for (n,) in con.execute("SELECT number FROM ops.migrations").fetchall()) < migration
     return con

@@ -67,14 +67,15 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     import scripted_double
 
     from caseforge.archive import RawArchive
-    from caseforge.config import settings
-    from caseforge.runs import StageReport, start_run
+    from caseforge.settings import load_settings
+    from caseforge.run_record import start_run
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.casegen import pipeline
     from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
     from caseforge.tasks.cn import curate, ingest
     from caseforge.tasks.cn.filters import FilterConfig
     from caseforge.tasks.cn.select import TFIDF
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     db = work / "casegen-representatives.duckdb"
     con = connect(db)
@@ -87,8 +88,8 @@ def casegen_from_representatives(samples: Path, work: Path) -> None:
     curate.select(con, config, TFIDF, 12, 4, 0, report)
     con.close()
     scripted_double.install()
-    pipeline.run_build(settings(db), limit=3)
-    eval_pipeline.run_eval(settings(db), eval_pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
+    pipeline.run_build(load_settings(db), limit=3)
+    eval_pipeline.run_eval(load_settings(db), eval_pipeline.EvalParams(models=[scripted_double.DRAFTER], llm="scripted-double",
                                                         judge_model=scripted_double.JUDGE,
                                                         out_dir=str(work / "casegen-rep-reports"), plots=False))
     from caseforge.llm.backends.replay import export_replay

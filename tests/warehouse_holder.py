@@ -11,7 +11,7 @@ from typing import Iterator
 
 @contextmanager
 def held_by_another_process(db: Path) -> Iterator[subprocess.Popen]:
-    code = ("import sys; from caseforge.warehouse import connect;"
+    code = ("import sys; from caseforge.warehouse.connection import connect;"
             f"con = connect({str(db)!r}); print('ready', flush=True); sys.stdin.read()")
     holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from caseforge.warehouse import sql_text, transaction
+from caseforge.warehouse.statements import sql_text, transaction
 
 UNANSWERED = "unanswered"      # ops.llm_calls.status of a request no endpoint answered (not a cached answer)
 

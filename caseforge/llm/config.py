@@ -11,7 +11,7 @@ model are chosen, first wins:
      CASEFORGE_LLM_CASEFACTS_FACTUALITY_MODEL);
   3. environment for the role: CASEFORGE_LLM_<ROLE>_BACKEND / _MODEL (e.g. CASEFORGE_LLM_VALIDATOR_MODEL);
   4. environment for everything: CASEFORGE_LLM_BACKEND / CASEFORGE_LLM_MODEL;
-  5. the settings file (caseforge.settings_file): [llm.steps."<step>"] (a key may hold * wildcards),
+  5. the settings file (caseforge.settings): [llm.steps."<step>"] (a key may hold * wildcards),
      then [llm.roles.<role>], then [llm] backend / model (for every role);
   6. the chosen backend's default model for the role ([llm.models.<backend>] — only llamacpp has them:
      SmolLM2 generates, Gemma 3 270M checks; `system` defaults to the generator's model).
@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from caseforge import settings_file
+from caseforge.settings import file_tables, table
 from caseforge.families import family_of
 from caseforge.llm.backends import REGISTRY, get_backend
 
@@ -82,7 +82,7 @@ def llm_choice(step: str | None = None, role: str = "generator", backend: str | 
                model: str | None = None, config_path: str | Path | None = None, **options) -> LLMChoice:
     if role not in ROLES:
         raise ValueError(f"unknown LLM role {role!r}; roles are {', '.join(ROLES)}")
-    config = settings_file.load(config_path).get("llm", {})
+    config = file_tables(config_path).get("llm", {})
     step_config = _step_table(config, step)
     role_config = (config.get("roles") or {}).get(role, {})
 
@@ -119,7 +119,7 @@ def retry_failed() -> bool:
     CASEFORGE_LLM_RETRY_FAILED=1)."""
     if os.environ.get("CASEFORGE_LLM_RETRY_FAILED"):
         return os.environ["CASEFORGE_LLM_RETRY_FAILED"].lower() not in ("0", "false", "no")
-    return bool(settings_file.section("llm").get("retry_failed", False))
+    return bool(table("llm").get("retry_failed", False))
 
 
 def refresh() -> bool:

@@ -24,7 +24,7 @@ answer for to `answer_by_fanout`:
 5. run_job then reads every answer back from the cache.
 
 This module imports no Prefect: the flows layer installs the `ShardRuns` that submits and watches flow runs
-(caseforge.flows.llm_shard.PrefectShardRuns, installed by caseforge.flows.common), the way
+(caseforge.flows.llm_shard.PrefectShardRuns, installed by caseforge.flows.wiring.install()), the way
 caseforge.artifacts gets its publisher. With a pool configured and nothing installed, a job refuses to run
 rather than quietly answering in process.
 """
@@ -46,15 +46,14 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel
 
-from caseforge import settings_file
 from caseforge.artifacts import publish_table
-from caseforge.config import settings as load_settings
 from caseforge.llm.cache import cached_identities
 from caseforge.llm.shards import ANSWERS, Shard, answered, merge_rows, split_requests
 from caseforge.llm.types import LLMRequest
 from caseforge.outputs import check_output_path
+from caseforge.settings import load_settings, table as settings_table
 from caseforge.store import Store, StoreError, is_loopback_url, open_store
-from caseforge.warehouse import sql_text
+from caseforge.warehouse.statements import sql_text
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +85,7 @@ class FanoutSettings:
     @classmethod
     def from_settings(cls) -> "FanoutSettings | None":
         """The fan-out settings in force, or None when no pool is named (every job runs in process)."""
-        table = settings_file.section("fanout")
+        table = settings_table("fanout")
         if not str(table.get("pool") or "").strip():
             return None
         if "shard_dir" in table:
@@ -218,7 +217,7 @@ def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending
     runs = _runs
     if runs is None:
         raise RuntimeError(f"[fanout] pool = {settings.pool!r}, but nothing can submit shard runs in this process: "
-                           "LLM steps fan out from caseforge's flows (caseforge.flows.common installs it)")
+                           "LLM steps fan out from caseforge's flows (caseforge.flows.wiring.install() installs it)")
     store = step_store(con, settings, step)
     started = time.monotonic()
     checked = open_store(store.url, store.endpoint_url, read_timeout_s=10.0)

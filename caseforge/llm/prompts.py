@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 import jinja2.meta
 
-from caseforge.config import PROMPTS_DIR
+from caseforge.settings import PROMPTS_DIR
 
 
 @dataclass(frozen=True)

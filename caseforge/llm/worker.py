@@ -23,7 +23,8 @@ from caseforge.llm.jobs import run_job
 from caseforge.llm.shards import Shard, answered, rows_bytes, shard_output_model
 from caseforge.llm.types import JobResult
 from caseforge.store import Store
-from caseforge.warehouse import connect, sql_text
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.statements import sql_text
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from caseforge.release.licences import LICENCES, licence_id
 
 def card_rows(con, statement: str, params=None) -> list[dict]:
     """The rows of one statement under sql/ as dicts (for the card: stages, quality results, windows)."""
-    from caseforge.warehouse import run_sql
+    from caseforge.warehouse.statements import run_sql
 
     cursor = run_sql(con, statement, params)
     columns = [d[0] for d in cursor.description]
@@ -21,7 +21,7 @@ def card_rows(con, statement: str, params=None) -> list[dict]:
 def release_rows(con, statement: str, params=None):
     """The rows of one statement under sql/ as a frame, with the warehouse's type of each column as Arrow gives it
     (a DATE stays a date and an INTEGER an integer even where every row is NULL): (frame, column -> Arrow type)."""
-    from caseforge.warehouse import run_sql
+    from caseforge.warehouse.statements import run_sql
 
     table = run_sql(con, statement, params).to_arrow_table()
     return table.to_pandas(integer_object_nulls=True), dict(zip(table.schema.names, table.schema.types))

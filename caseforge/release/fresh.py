@@ -79,7 +79,7 @@ def _previous_release(final: Path) -> dict | None:
 
 
 def release_settings() -> dict:
-    from caseforge import settings_file
+    from caseforge.settings import load_settings
 
-    found = settings_file.section("release")
-    return {"fresh_after": str(found.get("fresh_after") or ""), "fresh_months": int(found.get("fresh_months", 12))}
+    found = load_settings().file.release
+    return {"fresh_after": found.fresh_after, "fresh_months": found.fresh_months}

@@ -5,7 +5,7 @@ import duckdb
 
 from caseforge.retrieval.corpus import Corpus
 from caseforge.text import html_to_text
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 
 def _clean(text: str) -> str:

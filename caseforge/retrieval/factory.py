@@ -4,13 +4,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from caseforge.config import PROJECT_ROOT
 from caseforge.retrieval.base import Retriever
 from caseforge.retrieval.bm25 import BM25Retriever
 from caseforge.retrieval.corpus import Corpus
 from caseforge.retrieval.dense import DenseRetriever
 from caseforge.retrieval.hybrid import DEFAULT_RRF_K, Fusion, HybridRetriever
 from caseforge.retrieval.qlm import DEFAULT_MU, QueryLikelihoodRetriever
+from caseforge.settings import PROJECT_ROOT
 
 log = logging.getLogger(__name__)
 

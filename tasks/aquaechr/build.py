@@ -10,15 +10,15 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge.config import Settings
 from caseforge.embeddings import SentenceTransformerEmbedder
 from caseforge.families import check_families
 from caseforge.gate import quarantine
 from caseforge.llm import run_job
 from caseforge.llm.config import Backends
-from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.load import CuratedTable, gate_and_load
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.attribution import cited_paragraph_count, citation_from_row, sentence_records
 from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion, JudgeVerdict, \
@@ -26,7 +26,7 @@ from caseforge.tasks.aquaechr.schemas import ExtractedAnswer, GeneratedQuestion,
 from caseforge.tasks.aquaechr.sentences import Paragraph
 from caseforge.tasks.aquaechr.strategies import SEARCH_STRATEGIES, WINDOW_SIZES, Candidate, Window, \
     apply_extraction, apply_question, extraction_request, make_windows, question_request, search_context
-from caseforge.warehouse import run_sql, table_exists
+from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
 INPUT_TABLES = ("guide_paragraphs", "guide_citations", "echr_paragraphs", "echr_judgments")
@@ -227,8 +227,8 @@ def store(con, run_id: int, candidates: list[Candidate], passages: dict, report:
                        row_data=json.dumps(row, default=str, ensure_ascii=False))
             report.fail(f"aquaechr_qa {row['qa_id']}: {'; '.join(problems)}")
     frame = frame.drop(index=bad).reset_index(drop=True)
-    outcome = gate_and_load(con, run_id, "aquaechr_qa", frame, "aquaechr/curate_aquaechr_qa.sql", "qa_id",
-                            change_counts_sql="aquaechr/qa_change_counts.sql")
+    outcome = gate_and_load(con, run_id, frame, CuratedTable("aquaechr_qa", "aquaechr/curate_aquaechr_qa.sql", "qa_id",
+                                                             change_counts_sql="aquaechr/qa_change_counts.sql"))
     outcome.quarantined += len(bad)
     outcome.report_to(report, loaded="qa_loaded", quarantined="qa_quarantined", changes_prefix="qa_")
     return frame

@@ -12,7 +12,7 @@ import pandas as pd
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 DATASET = "aquaechr"
 INPUTS = ("curated.aquaechr_qa",)

@@ -9,12 +9,12 @@ from typing import Callable
 import duckdb
 
 from caseforge.archive import ParsedPayloads, RawArchive, size_problem
-from caseforge.config import Settings
 from caseforge.gate import ParseProblem, failure_reason, quarantine_problem
-from caseforge.load import gate_and_load
+from caseforge.load import CuratedTable, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 
 SOURCE = "barexam"
@@ -47,8 +47,7 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
         where, _, reason = problem.partition(": ")
         quarantine_problem(con, run_id, table, ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                             key=path.name), report, "barexam")
-    outcome = gate_and_load(con, run_id, table, frame, curate_sql, key_column=key,
-                            content_column="raw_sha256")
+    outcome = gate_and_load(con, run_id, frame, CuratedTable(table, curate_sql, key, content_column="raw_sha256"))
     outcome.report_to(report, f"{table}_loaded", changes_prefix=f"{table}_")
     ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
 

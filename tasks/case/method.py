@@ -25,7 +25,7 @@ from caseforge.llm.fit import largest_fitting
 from caseforge.llm.reply_bounds import text
 from caseforge.retrieval import Retriever
 from caseforge.retrieval.hybrid import reciprocal_rank_fusion
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 
 PERSONAS = {
     "strict_textualist": "you hold to the plain words of statutes, rules and constitutional text, and distrust "

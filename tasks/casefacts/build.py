@@ -3,11 +3,11 @@ of caseforge.tasks.casefacts.pipeline in order, the dataset gate. No Prefect her
 `stage` wrapper that makes each stage a task."""
 from __future__ import annotations
 
-from caseforge.config import Settings
 from caseforge.families import check_families
 from caseforge.llm.config import Backends
-from caseforge.runs import StageReport
 from caseforge.session import run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig
 from caseforge.tasks.casefacts.dataset_gate import gate_dataset

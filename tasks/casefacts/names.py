@@ -127,7 +127,7 @@ class CaseDirectory:
 
 
 def load_directory(con) -> CaseDirectory:
-    from caseforge.warehouse import sql_text
+    from caseforge.warehouse.statements import sql_text
     rows = con.execute(sql_text("casefacts/case_directory.sql")).fetchall()
     return CaseDirectory([
         KnownCase(case_id=r[0], name=r[1], decided_date=r[3], disposition=r[4], source=r[7],

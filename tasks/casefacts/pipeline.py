@@ -13,8 +13,8 @@ import pandas as pd
 from caseforge.artifacts import publish_table
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.config import Backends
-from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.load import CuratedTable, gate_and_load
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import models as out
 from caseforge.tasks.casefacts.calibration import calibrate_window
 from caseforge.tasks.casefacts.chains import overlap_groups
@@ -24,7 +24,7 @@ from caseforge.tasks.casefacts.screening import screen_pairs
 from caseforge.tasks.casefacts.splits import Candidate, assign_splits, keep_one_per_fact
 from caseforge.tasks.casefacts.temporal import check_overruling
 from caseforge.text import html_to_text
-from caseforge.warehouse import run_sql, transaction
+from caseforge.warehouse.statements import run_sql, transaction
 
 log = logging.getLogger(__name__)
 KINDS = ("contradiction", "overlap")
@@ -92,9 +92,9 @@ def _load(ctx: BuildContext, table: str, frame: pd.DataFrame, key: str) -> pd.Da
         _stage_artifact(table, 0, 0, [])
         return run_sql(ctx.con, "casefacts/stage_rows.sql", identifiers=identifiers).df()   # empty, with its columns
     deliverable = table == DELIVERABLE
-    outcome = gate_and_load(ctx.con, ctx.run_id, name, frame, "casefacts/replace_stage_table.sql", key_column=key,
-                            identifiers=identifiers,
-                            change_counts_sql="ops/row_change_counts.sql" if deliverable else None)
+    outcome = gate_and_load(ctx.con, ctx.run_id, frame, CuratedTable(
+        name, "casefacts/replace_stage_table.sql", key, identifiers,
+        change_counts_sql="ops/row_change_counts.sql" if deliverable else None))
     if not outcome.staged and not (deliverable and outcome.batch_rejected):
         # nothing passed the gate: this build's stage holds no row (never the last build's rows); a rejected batch
         # of the deliverable leaves curated as it was, as every rejected batch does

@@ -9,10 +9,10 @@ import duckdb
 import pandas as pd
 
 from caseforge.gate import quarantine
-from caseforge.load import gate_and_load
-from caseforge.runs import StageReport
+from caseforge.load import CuratedTable, gate_and_load
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.items import Skipped, TaskItem, build_items
-from caseforge.warehouse import run_sql, run_sql_over_rows, table_exists
+from caseforge.warehouse.statements import run_sql, run_sql_over_rows, table_exists
 
 TABLE = "casegen_items"
 
@@ -94,7 +94,7 @@ def build_and_load(con, run_id: int | None, records, source: str, report: StageR
     record_skips(con, run_id, source, skipped, report)
     for item in items:
         report.add(f"items_{item.task}")
-    outcome = gate_and_load(con, run_id, TABLE, items_frame(items), "casegen/curate_items.sql", "item_id",
-                            content_column="content_sha256")
+    outcome = gate_and_load(con, run_id, items_frame(items),
+                            CuratedTable(TABLE, "casegen/curate_items.sql", "item_id", content_column="content_sha256"))
     outcome.report_to(report, "items_loaded", changes_prefix="items_")
     return items

@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from caseforge.config import Settings
 from caseforge.session import RunSession, run_session
-from caseforge.runs import StageReport
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen import build
 
 

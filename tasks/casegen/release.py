@@ -9,7 +9,7 @@ import duckdb
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.casegen.release_columns import COLUMNS, TYPES
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 DATASET = "casegen"
 INPUTS = ("curated.casegen_items",)

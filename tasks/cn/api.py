@@ -17,11 +17,12 @@ archive. Every response goes through caseforge.fetch.Fetcher (rate limit, retrie
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
+from typing import Mapping
 
 from caseforge.archive import size_problem
 from caseforge.fetch import Fetcher
+from caseforge.settings import Settings, load_settings
 from caseforge.tasks.cn.records import JudgmentRecord, record_from_dict
 from caseforge.tasks.cn.text import decode_bytes
 
@@ -41,14 +42,14 @@ class WenshuCredentials:
     doc_url: str = DEFAULT_DOC_URL
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "WenshuCredentials":
-        env = os.environ if env is None else env
-        cookies = env.get("CASEFORGE_WENSHU_COOKIES", "").strip()
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "WenshuCredentials":
+        """From the settings (CASEFORGE_WENSHU_*), or as they would be in the environment `env`."""
+        settings = load_settings() if env is None else Settings.of_environment(env)
+        cookies = settings.wenshu_cookies.strip()
         if not cookies:
             raise WenshuApiError("CASEFORGE_WENSHU_COOKIES is not set: the document endpoint needs the "
                                  "cookies of your own logged-in session")
-        return cls(cookies, env.get("CASEFORGE_WENSHU_TOKEN") or None,
-                   env.get("CASEFORGE_WENSHU_DOC_URL") or DEFAULT_DOC_URL)
+        return cls(cookies, settings.wenshu_token or None, settings.wenshu_doc_url or DEFAULT_DOC_URL)
 
 
 def document_key(doc_id: str) -> str:

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import duckdb
 
 from caseforge.fingerprints import last_fingerprint, record_fingerprint
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn.filters import FilterConfig, filter_reasons
 from caseforge.tasks.cn.select import EmbedderError, embed, embed_text, select_representatives
-from caseforge.warehouse import run_sql, run_sql_over_rows, transaction
+from caseforge.warehouse.statements import run_sql, run_sql_over_rows, transaction
 
 SELECTION_STAGE = "cn-selection"            # its fingerprints in ops.input_fingerprints
 

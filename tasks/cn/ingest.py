@@ -13,13 +13,13 @@ import pandas as pd
 
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import curate
 from caseforge.tasks.cn.api import WenshuClient, WenshuCredentials
 from caseforge.tasks.cn.filters import FilterConfig, load_filter_config
@@ -33,6 +33,7 @@ BATCH_SIZE = 500
 # The judgment parser (records.parse_record with sections.py) and its version: bump it when it makes other rows
 # from the same record, so the next run parses every dump again (ops.loaded_payloads).
 PARSER = "cn-judgment/1"
+JUDGMENTS = CuratedTable(TABLE, "cn/curate_cn_judgments.sql", "doc_id", content_column="content_sha256", unit=("doc_id",))
 DUMP_SUFFIXES = (".jsonl", ".json", ".csv", ".txt", ".ndjson")
 COLUMNS = [
     "doc_id", "source_format", "case_name", "case_no", "case_year", "court_code", "case_kind", "case_seq",
@@ -130,8 +131,7 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFr
                    remake: bool = False):
     if frame.empty:
         return None
-    outcome = gate_and_load(con, run_id, TABLE, frame, "cn/curate_cn_judgments.sql", key_column="doc_id",
-                            content_column="content_sha256", remake=("doc_id",) if remake else None)
+    outcome = gate_and_load(con, run_id, frame, JUDGMENTS, remake=remake)
     outcome.report_to(report, "loaded")
     return outcome
 

@@ -10,22 +10,20 @@ from typing import Callable
 import duckdb
 import pandas as pd
 
-from caseforge import settings_file
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters, publish_markdown, publish_table
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import batch_frame, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings, upstream
+from caseforge.stage_report import StageReport
 from caseforge.tasks.guides import citations as cites
 from caseforge.tasks.guides.pages import GuidePage, read_pages
-from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
-from caseforge.tasks.guides.paragraphs import parse_guide
+from caseforge.tasks.guides.paragraphs import COLUMNS as PARAGRAPH_COLUMNS, parse_guide
 from caseforge.tasks.guides.resolve import Resolver, load_french_map
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +38,9 @@ GUIDE_SUFFIXES = (".pdf", ".txt", ".csv")
 # other rows from the same guide, so the next run parses every guide again (ops.loaded_payloads). What the
 # resolver reads (judgment names, the French table) is part of the name: new judgments parse the guides again.
 PARSER = "guides/1"
+PARAGRAPHS = CuratedTable("guide_paragraphs", "guides/curate_guide_paragraphs.sql", "para_no",
+                          content_column="raw_sha256", change_key=("guide_id", "para_no"))
+CITATIONS = CuratedTable("guide_citations", "guides/curate_guide_citations.sql", "raw_citation")
 
 
 @dataclass
@@ -81,7 +82,7 @@ def replay_sources(archive: RawArchive, directory: Path, report: StageReport,
 def fetch_sources(fetcher: Fetcher, con, run_id: int, guide_ids: list[str], report: StageReport) -> list[GuideSource]:
     sources = []
     for guide_id in guide_ids:
-        url = settings_file.upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
+        url = upstream("guides") + KS_DOCUMENTS.format(guide_id=guide_id)
         try:
             result = fetcher.get(SOURCE, f"pdf/{guide_id}", url, kind="guide")
         except FetchError as exc:
@@ -174,16 +175,13 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> set[str]:
     """Gate and load one guide's paragraphs and citations (each replaced only where this parse made them
     otherwise); returns the hashes of guides with a row that did not land."""
-    outcome = gate_and_load(con, run_id, "guide_paragraphs", batch_frame(paragraphs, PARAGRAPH_COLUMNS),
-                            "guides/curate_guide_paragraphs.sql", key_column="para_no",
-                            content_column="raw_sha256", change_key=("guide_id", "para_no"))
+    outcome = gate_and_load(con, run_id, batch_frame(paragraphs, PARAGRAPH_COLUMNS), PARAGRAPHS)
     outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
                       changes_prefix="guide_paragraphs_")
     failed = set(outcome.failed_sha256)
     if not citations:
         return failed
-    outcome = gate_and_load(con, run_id, "guide_citations", batch_frame(citations, CITATION_COLUMNS),
-                            "guides/curate_guide_citations.sql", key_column="raw_citation")
+    outcome = gate_and_load(con, run_id, batch_frame(citations, CITATION_COLUMNS), CITATIONS)
     outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50, records=False)
     return failed | outcome.failed_sha256
 

@@ -12,18 +12,18 @@ import duckdb
 
 from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
 from caseforge.artifacts import publish_counters
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import metadata as meta
 from caseforge.tasks.hudoc.paragraphs import COLUMNS as PARAGRAPH_COLUMNS
 from caseforge.tasks.hudoc.query import SOURCE, api, QueryPager, since_with_overlap, yearly_windows
 from caseforge.tasks.hudoc.readers import parse_document
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,10 @@ OPERATIVE_DOCTYPES = re.compile(r"^[A-Z]{2}(?:JUD|DEC)$")
 # paragraphs.py), the metadata parser metadata.parse_record; the record filter is part of the latter's name.
 BODY_PARSER = "hudoc-body/1"
 METADATA_PARSER = "hudoc-metadata/1"
+JUDGMENTS = CuratedTable("echr_judgments", "hudoc/curate_echr_judgments.sql", "itemid",
+                         change_counts_sql="hudoc/judgment_change_counts.sql", unit=("itemid",))
+PARAGRAPHS = CuratedTable("echr_paragraphs", "hudoc/curate_echr_paragraphs.sql", "itemid", content_column="raw_sha256",
+                          change_key=("itemid", "ordinal"), unit=("itemid",))
 
 
 def metadata_parser(record_filter: meta.RecordFilter) -> str:
@@ -126,9 +130,7 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict]
     if not rows:
         return None
     frame = batch_frame(rows, meta.COLUMNS, "itemid", report, duplicates_counter="duplicate_records_in_batch")
-    outcome = gate_and_load(con, run_id, "echr_judgments", frame, "hudoc/curate_echr_judgments.sql",
-                            key_column="itemid", change_counts_sql="hudoc/judgment_change_counts.sql",
-                            remake=("itemid",) if remake else None)
+    outcome = gate_and_load(con, run_id, frame, JUDGMENTS, remake=remake)
     outcome.report_to(report, "judgments_loaded", "judgments_quarantined", changes_prefix="judgments_")
     return outcome
 
@@ -234,17 +236,26 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
-            doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
-            if doctype is None:
-                report.add("bodies_without_metadata")
-            numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
-            problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
-                [p for p in parsed.problems if p.startswith("garbled text")] + \
-                body_problems(doctype, parsed, numbering_ok=not numbering)
-            reason = "; ".join(problems) or None
-    if reason is not None:
-        quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,
-                           "hudoc", counter="documents_quarantined")
+            return accept_body(con, run_id, itemid, payload, parsed, report, doctypes)
+    quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,
+                       "hudoc", counter="documents_quarantined")
+    return None
+
+
+def accept_body(con, run_id: int, itemid: str, payload: Payload, parsed, report: StageReport,
+                doctypes: dict[str, str] | None = None) -> list[dict] | None:
+    """The paragraph rows of a body that parsed, or None (quarantined with the reason) when they cannot be
+    trusted: badly numbered, garbled or cut short."""
+    doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
+    if doctype is None:
+        report.add("bodies_without_metadata")
+    numbering = [p for p in parsed.problems if not p.startswith("garbled text")]
+    problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
+        [p for p in parsed.problems if p.startswith("garbled text")] + \
+        body_problems(doctype, parsed, numbering_ok=not numbering)
+    if problems:
+        quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, "; ".join(problems), payload.sha256),
+                           report, "hudoc", counter="documents_quarantined")
         return None
     report.add("documents_parsed")
     report.add("paragraphs_parsed", len(parsed.rows))
@@ -254,9 +265,7 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
 def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport, remake: bool = False):
     if not rows:
         return None
-    outcome = gate_and_load(con, run_id, "echr_paragraphs", batch_frame(rows, PARAGRAPH_COLUMNS), "hudoc/curate_echr_paragraphs.sql",
-                            key_column="itemid", content_column="raw_sha256", change_key=("itemid", "ordinal"),
-                            remake=("itemid",) if remake else None)
+    outcome = gate_and_load(con, run_id, batch_frame(rows, PARAGRAPH_COLUMNS), PARAGRAPHS, remake=remake)
     outcome.report_to(report, "paragraphs_loaded", "paragraphs_quarantined", max_reasons=50,
                       changes_prefix="paragraphs_", records=False)
     return outcome
@@ -341,7 +350,7 @@ def fetch_body(fetcher: Fetcher, con, run_id: int, itemid: str, report: StageRep
         if not parsed.rows:
             reasons.append(f"{kind}: no paragraphs")
             continue
-        return parse_body(con, run_id, itemid, result.payload, report)
+        return accept_body(con, run_id, itemid, result.payload, parsed, report)
     if fetched_any:                     # a body came but could not be used: bad data
         report.add("documents_quarantined")
         report.add("quarantined")

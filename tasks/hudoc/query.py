@@ -5,16 +5,16 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Callable, Iterator
 
-from caseforge import settings_file
 from caseforge.archive import Payload
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.runs import StageReport
+from caseforge.settings import upstream
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc.metadata import RecordFilter, TruncatedPage, records_from_payload
 
 SOURCE = "hudoc"
 def api() -> str:
     """HUDOC's base URL ([upstream] hudoc)."""
-    return settings_file.upstream("hudoc")
+    return upstream("hudoc")
 
 
 def query_url() -> str:

@@ -3,17 +3,17 @@
 Class names in the HTML are hashes that change between documents, so the style facts come from
 the CSS they point to (font size, keep-with-next), never from the names themselves.
 
-The HTML goes through lxml's HTML parser directly. It reads every body as the BeautifulSoup reader it replaced
-did (tests/samples/test_hudoc_html_reader.py compares both on variants of the sample), at a fraction of the
-CPU (bench/echr_parse.py), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
+The HTML goes through lxml's HTML parser directly, reading every body as BeautifulSoup would
+(tests/samples/test_hudoc_html_reader.py compares it with the reader frozen in bench/reference/; README
+Benchmarks says what it costs), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
 <template>, <rt> and <rp> is not body text, and a run of ASCII whitespace between tags counts as one space or
 one line break (except inside <pre> and <textarea>).
 
 A body is untrusted: before a parser sees it, an HTML body's start tags are counted on its raw bytes and a
 DOCX part's declared size and compression ratio are checked (a zip bomb is never inflated), then its
 elements counted; the document's parse-time budget is checked between the reading stages. Each limit
-refused is a DocumentError naming it (caseforge.archive: ELEMENT_LIMITS, PARSE_BUDGETS_S, ZIP_RATIO_LIMIT,
-SIZE_LIMITS_MB ("hudoc", "docx_part")).
+refused is a DocumentError naming it and the setting that raises it (caseforge.settings.Settings:
+max_elements_hudoc_body, max_parse_s_hudoc_body, max_zip_ratio, max_mb_hudoc_docx_part).
 """
 from __future__ import annotations
 

@@ -14,33 +14,35 @@ import duckdb
 import httpx
 import pandas as pd
 
-from caseforge import settings_file
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import batch_frame, batches, gate_and_load
-from caseforge.session import RunSession, run_session
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
-from caseforge.runs import StageReport
+from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings, upstream
+from caseforge.stage_report import StageReport
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import (
     COLUMNS, OyezParseError, detail_key, key_from_href, load_case_json, parse_case, read_case_list,
 )
-from caseforge.warehouse import run_sql, run_sql_over_rows
+from caseforge.warehouse.statements import run_sql, run_sql_over_rows
 
 log = logging.getLogger(__name__)
 
 SOURCE = "oyez"
 def api() -> str:
     """The Oyez API's base URL ([upstream] oyez)."""
-    return settings_file.upstream("oyez")
+    return upstream("oyez")
 
 BATCH_SIZE = 200
 # The case parser (parse.py) and its version: bump it when parse_case makes other rows from the same file, so
 # the next run parses every case again (ops.loaded_payloads); the legacy table's likewise (legacy.py).
 PARSER = "oyez-case/1"
 LEGACY_PARSER = "oyez-legacy/1"
+CASES = CuratedTable("scotus_cases", "oyez/curate_scotus_cases.sql", "case_id", content_column="raw_sha256",
+                     unit=("case_id",))
+LEGACY = CuratedTable("scotus_legacy", "oyez/curate_scotus_legacy.sql", "case_id")
 
 
 @dataclass
@@ -154,10 +156,7 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
                remake: bool = False):
     if frame.empty:
         return None
-    outcome = gate_and_load(
-        con, run_id, "scotus_cases", frame, "oyez/curate_scotus_cases.sql", key_column="case_id",
-        content_column="raw_sha256", remake=("case_id",) if remake else None,
-    )
+    outcome = gate_and_load(con, run_id, frame, CASES, remake=remake)
     outcome.report_to(report, "passed_gate")
     return outcome
 
@@ -265,7 +264,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
         where, _, reason = problem.partition(": ")
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(f"{path.name} {where}", reason, payload.sha256,
                                                                       key=path.name), report, "oyez legacy table")
-    outcome = gate_and_load(con, run_id, "scotus_legacy", frame, "oyez/curate_scotus_legacy.sql", key_column="case_id")
+    outcome = gate_and_load(con, run_id, frame, LEGACY)
     outcome.report_to(report, "legacy_loaded", records=False)
     ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
 

@@ -7,7 +7,7 @@ import duckdb
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.tasks.oyez.release_columns import COLUMNS
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 DATASET = "scotus"
 INPUTS = ("curated.scotus_cases",)

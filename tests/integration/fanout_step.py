@@ -17,13 +17,13 @@ import time
 
 import pandas as pd
 
-import caseforge.flows.common  # noqa: F401  (installs the fan-out's shard runs, as every flow module does)
+from caseforge.flows.wiring import install
 from caseforge.llm import fanout
 from caseforge.llm.config import Backends
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 CLAIMS_PER_CASE = 3
 
@@ -94,6 +94,7 @@ def main() -> None:
     parser.add_argument("--claims-per-case", type=int, default=CLAIMS_PER_CASE)
     parser.add_argument("--batch-size", type=int, default=2)
     args = parser.parse_args()
+    install()                       # the fan-out's shard runs, as a command's flows get them
     print(json.dumps(run(args.db, args.base_url, args.concurrency, args.claims_per_case, args.batch_size)))
     sys.stdout.flush()
 

@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher
-from caseforge.warehouse import connect
+from caseforge.settings import Settings
+from caseforge.warehouse.connection import connect
 
 pytestmark = [pytest.mark.slow]
 
@@ -45,7 +45,9 @@ def test_a_fetcher_holds_its_hosts_slot_while_it_is_open(prefect_server, upstrea
     from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    import caseforge.flows.common  # noqa: F401  (installs the Prefect host slots)
+    from caseforge.flows.wiring import install
+
+    install()                       # the Prefect host slots, as a command's flows get them
 
     name = "upstream-127.0.0.1"
 

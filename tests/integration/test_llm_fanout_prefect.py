@@ -213,7 +213,7 @@ def finished(process: subprocess.Popen, timeout: float) -> dict:
 
 def test_a_step_fanned_out_through_s3_equals_it_in_process_even_when_a_worker_dies(
         samples_dir, gpu_pool, s3_server, tmp_path):
-    from caseforge.config import settings
+    from caseforge.settings import load_settings
     from caseforge.tasks.oyez.ingest import refresh
     sys.path.insert(0, str(STEP_SCRIPT.parent))
     import fanout_step
@@ -222,7 +222,7 @@ def test_a_step_fanned_out_through_s3_equals_it_in_process_even_when_a_worker_di
     timings = {}
     started = time.monotonic()
     subset = link_oyez_subset(samples_dir, tmp_path / "samples", CASES, 1)
-    assert refresh(settings(tmp_path / "base.duckdb"), from_dir=str(subset / "oyez" / "cases")).ok
+    assert refresh(load_settings(tmp_path / "base.duckdb"), from_dir=str(subset / "oyez" / "cases")).ok
     orchestrators = tmp_path / "orchestrator"
     orchestrators.mkdir()
     for name in ("alone.duckdb", "fanned.duckdb"):

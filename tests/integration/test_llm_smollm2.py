@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from caseforge.llm import LLMRequest, SamplingParams, render, run_job
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = [
     pytest.mark.slow,

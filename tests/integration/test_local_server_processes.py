@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from caseforge import processes
 from caseforge.flows import local_server
 
 pytestmark = pytest.mark.slow
@@ -109,7 +110,7 @@ def test_two_consecutive_commands_reuse_one_server(home, samples_dir, tmp_path):
     # `server stop` stops it (one server start per test: each costs Prefect's migrations)
     done = _ok(caseforge("server", "stop", env=home.env))
     assert done.stdout.strip() == "local Prefect server stopped"
-    assert not local_server.process_alive(seen[0][0])
+    assert not processes.alive(seen[0][0])
     assert not home.paths.state.exists()
     status = caseforge("server", "status", env=home.env)
     assert status.returncode == 1 and "no local Prefect server running" in status.stdout
@@ -132,15 +133,15 @@ def test_a_stale_state_file_is_replaced_and_the_server_stops_when_idle(home):
     lease = local_server.Lease(home.paths)                 # a command using the server
     try:
         time.sleep(7)                                      # past the idle timeout
-        assert local_server.process_alive(pid), "stopped while in use"
+        assert processes.alive(pid), "stopped while in use"
         refused = caseforge("server", "stop", env=home.env)
         assert refused.returncode == 1 and "in use" in refused.stderr
     finally:
         lease.release()
     deadline = time.monotonic() + 60
-    while local_server.process_alive(pid) and time.monotonic() < deadline:
+    while processes.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not local_server.process_alive(pid), "still running past its idle timeout"
+    assert not processes.alive(pid), "still running past its idle timeout"
     assert not home.paths.state.exists()
 
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from caseforge.config import settings as load_settings
-from caseforge.flows import nightly
-from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.flows import nightly, nightly_runner
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import SourceDouble, BuilderDouble, ReleaseDouble
 
@@ -60,7 +60,7 @@ def test_failed_stages_are_failed_task_runs_and_the_others_complete(prefect_serv
 
     @flow(name="nightly-task-states")
     def nightly_with_doubles(db: str):
-        result = nightly.run_nightly(load_settings(db), nightly.NightlyOptions(release_dir=tmp_path / "rel"),
+        result = nightly_runner.run_nightly(load_settings(db), nightly_runner.NightlyOptions(release_dir=tmp_path / "rel"),
                                      map_sources=nightly.prefect_sources, run_stage=nightly.prefect_stage,
                                      sources=sources, builders=builders, evaluations={}, releases=releases,
                                      plots={})

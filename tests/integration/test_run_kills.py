@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from caseforge.cli import main
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = pytest.mark.slow
 

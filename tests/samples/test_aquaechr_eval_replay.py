@@ -19,7 +19,7 @@ sys.path.insert(0, str(HERE.parent / "unit"))
 
 from caseforge.tasks.aquaechr.eval.citations import parse_answer  # noqa: E402
 from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 REPLAY = HERE.parent / "fixtures" / "replay" / "aquaechr_eval.jsonl"
 MODEL = "double-aqeval-1"

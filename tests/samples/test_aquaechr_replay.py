@@ -8,7 +8,7 @@ from aquaechr_support import GENERATOR_MODEL, JUDGE_MODEL, SAMPLE_LIMIT, SAMPLE_
     read_sample_guide, seed_sample_tables
 
 from caseforge.tasks.aquaechr.sentences import Citation, split_paragraph
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 REPLAY = Path(__file__).resolve().parent.parent / "fixtures" / "replay" / "aquaechr.jsonl"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.barexam import ingest
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 

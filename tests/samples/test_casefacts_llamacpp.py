@@ -8,11 +8,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 from casefacts_double import load_demo_cases  # noqa: E402
 
-from caseforge.runs import StageReport  # noqa: E402
+from caseforge.stage_report import StageReport  # noqa: E402
 from caseforge.tasks.casefacts import pipeline  # noqa: E402
 from caseforge.tasks.casefacts.build import make_backends, make_config  # noqa: E402
 from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 @pytest.mark.slow

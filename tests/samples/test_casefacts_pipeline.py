@@ -13,12 +13,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit"))
 from casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases, run_with_double  # noqa: E402
 
 from caseforge.llm.backends.replay import ReplayBackend  # noqa: E402
-from caseforge.runs import StageReport  # noqa: E402
+from caseforge.stage_report import StageReport  # noqa: E402
 from caseforge.tasks.casefacts import pipeline  # noqa: E402
 from caseforge.tasks.casefacts.config import BuildConfig  # noqa: E402
 from caseforge.tasks.casefacts.dataset_gate import gate_dataset  # noqa: E402
 from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 pytestmark = pytest.mark.samples
 BETTS, GIDEON, PLESSY, BROWN, AUSTIN, CITIZENS = 62490, 60411, 62394, 62548, 53712, 55589

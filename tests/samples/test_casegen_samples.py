@@ -40,7 +40,7 @@ def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples
 
     import duckdb
 
-    from caseforge.config import settings
+    from caseforge.settings import load_settings
     from caseforge.tasks.casegen import pipeline
     from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 
@@ -48,7 +48,7 @@ def test_judgment_task_end_to_end_on_real_documents_with_the_replay_file(samples
     spec = importlib.util.spec_from_file_location("casegen_scripted_double", fixtures / "casegen" / "scripted_double.py")
     double = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(double)
-    config = settings(tmp_path / "warehouse.duckdb")
+    config = load_settings(tmp_path / "warehouse.duckdb")
     source = samples_dir / "cn" / "casegen_reference_sections.jsonl"
     built = pipeline.run_build(config, from_file=str(source), limit=double.SAMPLE_DOCS)
     assert built.counts["items_judgment"] == 2 and built.counts["skipped_defense"] == 2

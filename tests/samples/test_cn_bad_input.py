@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.casenumber import parse_cn_date
 from caseforge.tasks.cn.records import parse_record, read_dump_rows, record_from_dict
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = pytest.mark.samples
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 import pytest
 from oyez_subset import link_oyez_subset
 
-from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint
 from caseforge.flows import registry
+from caseforge.settings import load_settings
 from caseforge.tasks.barexam import ingest as barexam
 from caseforge.tasks.casegen import pipeline as casegen
 from caseforge.tasks.cn import ingest as cn
 from caseforge.tasks.guides import ingest as guides
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import open_warehouse, table_exists
+from caseforge.warehouse.connection import open_warehouse
+from caseforge.warehouse.statements import table_exists
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.guides import ingest
 from caseforge.tasks.guides.citations import citation_rows
 from caseforge.tasks.guides.pages import GuideSourceError, read_pages

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import Settings
-from caseforge.tasks.hudoc import ingest
-from caseforge.tasks.hudoc import metadata as meta
+from caseforge.settings import Settings
+from caseforge.tasks.hudoc import ingest, metadata as meta
 from caseforge.tasks.hudoc.readers import DocumentError, parse_document
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as _table
 
 pytestmark = pytest.mark.samples

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.guides import ingest as guides
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.hudoc.metadata import RecordFilter
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = pytest.mark.samples
 

@@ -11,13 +11,13 @@ from pydantic import BaseModel
 from dataclasses import dataclass
 from typing import Callable
 
-from caseforge.config import settings as load_settings
-from caseforge.flows import nightly, registry
+from caseforge.flows import nightly_runner, registry
 from caseforge.llm import LLMRequest, render, run_job
 from caseforge.llm.types import Completion
 from caseforge.release import validate_croissant, verify_release
-from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
 
@@ -115,13 +115,13 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
                                                              builder=aquaechr)},
                  "evaluations": {}, "releases": {"scotus": registry.RELEASES["scotus"]}}
     settings = load_settings(tmp_path / "cf.duckdb")
-    options = nightly.NightlyOptions(from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases")
+    options = nightly_runner.NightlyOptions(from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases")
 
     # Prefect's temporary server up before three source threads need it: threads that each find none start one
     # apiece (Prefect 3.8.8's SubprocessASGIServer.start is not thread-safe), and on a busy machine all time out
     with get_client(sync_client=True) as client:
         client.api_healthcheck()
-    first = nightly.run_nightly(settings, options, **stages_of)
+    first = nightly_runner.run_nightly(settings, options, **stages_of)
     assert first.ok, first.failures()
     stages = {(o.stage, o.name): o for o in first.outcomes}
     assert stages[("source", "oyez")].counts["new"] == CASES_IN_SUBSET
@@ -135,7 +135,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     assert "CC BY-NC" in released["README.md"].decode()
     assert (first.run_dir / "scotus_decades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    second = nightly.run_nightly(settings, options, **stages_of)
+    second = nightly_runner.run_nightly(settings, options, **stages_of)
     assert second.ok, second.failures()
     for source in second.outcomes[:3]:
         assert source.stage == "source" and source.status == "succeeded", source
@@ -153,7 +153,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     assert (settings.runs_dir / "latest").resolve() == second.run_dir.resolve()
 
     # forcing the builders and the release: the LLM cache answers everything, the writer gives the same bytes
-    forced = nightly.run_nightly(settings, nightly.NightlyOptions(
+    forced = nightly_runner.run_nightly(settings, nightly_runner.NightlyOptions(
         from_samples=True, samples_dir=samples_subset, release_dir=tmp_path / "releases", sources=["oyez"],
         force=True), **stages_of)
     stages = {(o.stage, o.name): o for o in forced.outcomes}

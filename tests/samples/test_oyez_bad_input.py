@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.oyez import ingest
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import OyezParseError, parse_case, read_case_list

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from caseforge.config import Settings
+from caseforge.settings import Settings
 from caseforge.tasks.oyez import ingest
 from warehouse_rows import rows as table
 

@@ -40,8 +40,7 @@ from hostile_documents import deflate_repeated, million_paragraph_html, zip_arch
 from warehouse_rows import rows as table
 
 from caseforge.archive import ParseBudget, Payload
-from caseforge.config import Settings
-from caseforge.text import CsvFileError
+from caseforge.settings import Settings
 from caseforge.tasks.barexam.parse import parse_passages, parse_questions
 from caseforge.tasks.cn import ingest as cn_ingest
 from caseforge.tasks.cn import text as cn_text
@@ -56,6 +55,7 @@ from caseforge.tasks.hudoc.readers import DocumentError, parse_document
 from caseforge.tasks.oyez import ingest as oyez_ingest
 from caseforge.tasks.oyez.legacy import parse_legacy_table
 from caseforge.tasks.oyez.parse import OyezParseError, parse_case, read_case_list
+from caseforge.text import CsvFileError
 
 pytestmark = pytest.mark.samples
 

@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 pytestmark = pytest.mark.samples
 

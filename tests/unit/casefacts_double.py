@@ -8,7 +8,7 @@ from pathlib import Path
 
 from caseforge.archive import RawArchive
 from caseforge.llm.types import Completion
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.oyez import ingest
 
 DEMO_CASE_FILES = ["1850_1900.163us537.json", "1940_1955.347us483.json", "1940_1955.316us455.json",
@@ -185,7 +185,7 @@ def run_with_double(con, embedder_kind: str = "hashing"):
 def record_replay(samples_dir: Path, db_path: Path, out: Path = REPLAY_FILE) -> int:
     """Run the double with both embedders (their screened pairs differ) and export every answer."""
     from caseforge.llm.backends.replay import export_replay
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(db_path)
     load_demo_cases(con, samples_dir)

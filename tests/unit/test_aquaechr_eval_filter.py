@@ -6,7 +6,7 @@ import pytest
 
 from caseforge.llm.types import Completion
 from caseforge.tasks.aquaechr.eval.judge_agreement import Confusion, agreement, evaluate, read_gold
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 GOLD = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr" / "filter_gold.csv"
 

@@ -2,7 +2,7 @@
 import json
 
 from caseforge.tasks.aquaechr.eval.items import build_passages, db_paragraphs, load_db_items
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def test_kept_rows_become_items_and_paragraphs_join_the_corpus(db_path):

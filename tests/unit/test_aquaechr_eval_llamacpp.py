@@ -9,7 +9,7 @@ import pytest
 from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_file
 from caseforge.tasks.aquaechr.eval.nli import make_nli
 from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 ITEMS = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr_eval" / "items.json"
 

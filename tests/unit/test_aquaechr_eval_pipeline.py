@@ -16,7 +16,7 @@ from caseforge.tasks.aquaechr.eval.items import build_passages, load_annotation_
 from caseforge.tasks.aquaechr.eval.nli import CrossEncoderNLI, make_nli  # noqa: E402
 from caseforge.tasks.aquaechr.eval.pipeline import RunConfig, evaluate  # noqa: E402
 from caseforge.tasks.aquaechr.eval.systems import SYSTEMS  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 ITEMS = HERE.parent / "fixtures" / "aquaechr_eval" / "items.json"
 

@@ -4,13 +4,13 @@ import json
 import pytest
 from aquaechr_support import BagOfWordsEmbedderDouble, ScriptedLegalBackendDouble, create_contract_tables
 
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr import filters
 from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
 from caseforge.tasks.aquaechr.search import duplicates
 from caseforge.tasks.aquaechr.sentences import Paragraph, split_paragraph
 from caseforge.tasks.aquaechr.strategies import Candidate, Window, make_windows, parse_strategies
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def test_low_quality_threshold():

@@ -4,9 +4,9 @@ import pytest
 from aquaechr_support import BagOfWordsEmbedderDouble, create_contract_tables
 from test_aquaechr_filters import CITES, GUIDE, JUDGMENTS, PASSAGES
 
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr.build import BuildConfig, build, make_backends
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 @pytest.mark.slow

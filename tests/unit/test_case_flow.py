@@ -20,10 +20,12 @@ from caseforge.archive import RawArchive  # noqa: E402
 from caseforge.llm.backends.replay import export_replay  # noqa: E402
 from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
 from caseforge.retrieval.corpora import barexam_corpus  # noqa: E402
-from caseforge.runs import StageReport, start_run  # noqa: E402
+from caseforge.run_record import start_run  # noqa: E402
+from caseforge.stage_report import StageReport
 from caseforge.tasks.barexam.ingest import import_folder  # noqa: E402
 from caseforge.tasks.case.eval import barexam as barexam_eval  # noqa: E402
-from caseforge.warehouse import connect, run_sql  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
+from caseforge.warehouse.statements import run_sql
 
 REPLAY = HERE.parent / "fixtures" / "replay" / "case_barexam.jsonl"
 MODEL = "double-legal-1"

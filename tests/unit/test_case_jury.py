@@ -50,9 +50,9 @@ def test_juror_evidence_is_cut_until_the_prompt_fits_the_context_window(tmp_path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from legal_doubles import ScriptedLegalBackendDouble
 
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.case.method import SNIPPET_CHARS, Hypothesis, Problem, Snippet, run_jury
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     class WindowedDouble(ScriptedLegalBackendDouble):
         """Test double of a backend with a context window; a token is a whitespace-separated word."""
@@ -92,9 +92,9 @@ def test_a_juror_whose_reasoning_is_degenerate_is_not_counted_and_a_jury_of_them
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from legal_doubles import ScriptedLegalBackendDouble
 
-    from caseforge.runs import StageReport
-    from caseforge.tasks.case.method import Hypothesis, Problem, Snippet, run_jury
-    from caseforge.warehouse import connect
+    from caseforge.stage_report import StageReport
+    from caseforge.tasks.case.method import Hypothesis, Problem, Snippet, no_verdict_reason, run_jury
+    from caseforge.warehouse.connection import connect
 
     class DegenerateJurorsDouble(ScriptedLegalBackendDouble):
         """Test double of a backend whose jurors named in `degenerate` write degenerate reasoning."""
@@ -129,6 +129,5 @@ def test_a_juror_whose_reasoning_is_degenerate_is_not_counted_and_a_jury_of_them
     verdict, votes = run_jury(connect(tmp_path / "w2.duckdb"), DegenerateJurorsDouble(set(jury)), [problem], evidence,
                               7, report)["q1"]
     assert verdict.choice is None
-    from caseforge.tasks.case.method import no_verdict_reason
     assert no_verdict_reason(votes) == ("no juror stated a valid option (3 of 3 votes' reasoning rejected by the "
                                         "content gate)")

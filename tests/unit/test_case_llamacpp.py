@@ -26,9 +26,10 @@ def _smollm2_path() -> Path:
 @pytest.mark.samples
 def test_llm_only_baseline_with_smollm2(samples_dir, tmp_path):
     from caseforge.llm import get_backend
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.case.eval import barexam as barexam_eval
-    from caseforge.warehouse import connect, run_sql
+    from caseforge.warehouse.connection import connect
+    from caseforge.warehouse.statements import run_sql
     from test_case_flow import ingest
 
     model = _smollm2_path()

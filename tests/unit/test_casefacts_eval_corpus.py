@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from caseforge.retrieval.corpora import scotus_corpus
 from caseforge.retrieval.tokenize import tokenize
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 API_CASES = [
     # case_id, name, facts, question, conclusion

@@ -14,12 +14,11 @@ from legal_doubles import ScriptedLegalBackendDouble  # noqa: E402
 from caseforge.llm.config import Backends  # noqa: E402
 
 from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
-from caseforge.runs import StageReport  # noqa: E402
-from caseforge.tasks.casefacts.eval import retrieval as casefacts_eval  # noqa: E402
-from caseforge.tasks.casefacts.eval import systems as casefacts_llm  # noqa: E402
-from caseforge.tasks.casefacts.eval.claims import load_claims  # noqa: E402
+from caseforge.stage_report import StageReport  # noqa: E402
+from caseforge.tasks.casefacts.eval import retrieval as casefacts_eval, systems as casefacts_llm
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.tasks.casefacts.eval.claims import load_claims  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 CLAIMS = Path(__file__).resolve().parent.parent / "fixtures" / "casefacts" / "claims_tiny.json"
 CASES = [

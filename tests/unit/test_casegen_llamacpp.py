@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import settings
+from caseforge.settings import load_settings
 from caseforge.tasks.casegen import pipeline
 from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
 from caseforge.tasks.casegen.eval.evaluate import EvalConfig
@@ -22,7 +22,7 @@ def test_smollm_drafts_a_judgment_item(db_path, tmp_path):
         model_path = os.environ.get("CASEFORGE_SMOLLM_GGUF") or str(smollm2_gguf_path())
     except (FileNotFoundError, RuntimeError) as exc:
         pytest.skip(f"no local SmolLM2 GGUF file: {exc}")
-    config = settings(db_path)
+    config = load_settings(db_path)
     pipeline.run_build(config, from_file=str(FIXTURE), limit=1)
     params = eval_pipeline.EvalParams(models=[model_path], llm="llamacpp", judge_model=None, task="judgment", limit=1,
                                  config=EvalConfig(max_input_chars=1500, max_new_tokens=128),

@@ -7,11 +7,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from caseforge.config import settings
 from caseforge.llm.backends.replay import ReplayMiss
+from caseforge.settings import load_settings
 from caseforge.tasks.casegen import build, pipeline
 from caseforge.tasks.casegen.eval import pipeline as eval_pipeline
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -38,7 +38,7 @@ def scripted(monkeypatch):
 
 
 def built(db_path):
-    config = settings(db_path)
+    config = load_settings(db_path)
     report = pipeline.run_build(config, from_file=str(double.FIXTURE_CASES))
     assert report.ok, report.failures
     return config
@@ -71,7 +71,7 @@ def stored_metrics(db_path, run_id):
 
 def test_build_is_idempotent_and_records_nothing_twice(replayed):
     db_path = replayed[0]
-    again = pipeline.run_build(settings(db_path), from_file=str(double.FIXTURE_CASES))
+    again = pipeline.run_build(load_settings(db_path), from_file=str(double.FIXTURE_CASES))
     assert again.counts["items_unchanged"] == 12 and again.counts["items_new"] == 0
     assert query(db_path, "SELECT task, count(*) FROM curated.casegen_items GROUP BY task ORDER BY task") == [
         ("defense", 3), ("facts", 3), ("judgment", 3), ("reasoning", 3)]
@@ -80,7 +80,7 @@ def test_build_is_idempotent_and_records_nothing_twice(replayed):
 def test_unreadable_lines_are_quarantined_and_the_rest_is_built(db_path, tmp_path):
     source = tmp_path / "cases.jsonl"
     source.write_text(double.FIXTURE_CASES.read_text(encoding="utf-8") + "{broken json\n[1, 2]\n", encoding="utf-8")
-    report = pipeline.run_build(settings(db_path), from_file=str(source))
+    report = pipeline.run_build(load_settings(db_path), from_file=str(source))
     assert report.counts["items_loaded"] == 12 and report.counts["quarantined"] == 2
     assert any("cases.jsonl:4: not a CaseGen record" in f for f in report.failures)
     assert query(db_path, "SELECT count(*) FROM ops.quarantine WHERE table_name = 'casegen_items'") == [(2,)]
@@ -90,7 +90,7 @@ def test_skipped_tasks_are_recorded_with_reasons(db_path, tmp_path):
     source = tmp_path / "partial.jsonl"
     source.write_text(json.dumps({"id": "p1", "fact": "经审理查明：借款属实。", "reasoning": "本院认为：应当还款。",
                                   "judgement": "被告归还借款。"}, ensure_ascii=False) + "\n", encoding="utf-8")
-    pipeline.run_build(settings(db_path), from_file=str(source))
+    pipeline.run_build(load_settings(db_path), from_file=str(source))
     rows = query(db_path, "SELECT task, reason FROM curated.casegen_item_skips ORDER BY task")
     assert [r[0] for r in rows] == ["defense", "facts", "reasoning"]
     assert rows[2][1] == "missing gold section(s): claims, defense"
@@ -172,7 +172,7 @@ def test_replay_file_reproduces_the_run_end_to_end(replayed):
 
 
 def test_replay_refuses_an_unrecorded_model(replayed, tmp_path):
-    config = settings(replayed[0])
+    config = load_settings(replayed[0])
     params = eval_pipeline.EvalParams(models=["qwen-unrecorded"], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(tmp_path / "r"))
     with pytest.raises(ReplayMiss):
@@ -192,7 +192,7 @@ def test_human_scores_give_agreement_per_task_and_averaged(replayed, tmp_path):
     params = eval_pipeline.EvalParams(models=[double.DRAFTER], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model=double.JUDGE, out_dir=str(tmp_path / "reports"), human_scores=str(human),
                                  plots=False)
-    report, result = eval_pipeline.run_eval(settings(db_path), params)
+    report, result = eval_pipeline.run_eval(load_settings(db_path), params)
     assert report.counts["judge_cache_hits"] == 12
     judge = result["agreement"]["llm_judge"]
     defined = [t for t in ("defense", "facts", "reasoning", "judgment") if judge[t]["kendall"] == judge[t]["kendall"]]
@@ -208,7 +208,7 @@ def test_same_family_judge_is_refused(db_path, tmp_path):
     params = eval_pipeline.EvalParams(models=["qwen2.5-7b"], llm="replay", replay_file=str(double.REPLAY_FILE),
                                  judge_model="qwen2.5-72b", out_dir=str(tmp_path))
     with pytest.raises(SameFamily):
-        eval_pipeline.run_eval(settings(db_path), params)
+        eval_pipeline.run_eval(load_settings(db_path), params)
 
 
 def test_failed_drafts_and_judge_errors_are_recorded_not_dropped(db_path, tmp_path, monkeypatch, scripted):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from caseforge.cli import main
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 @pytest.fixture

@@ -16,11 +16,14 @@ from pydantic import BaseModel
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
-from caseforge.runs import StageReport, finish_run, start_run
-from caseforge.warehouse import connect, export_curated_parquet, run_sql
+from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.statements import run_sql
 
 STAGE_DURATION_S = 20.928926631000195        # a stage's duration as the nightly records it
 LATENCY_S = 0.123456789

@@ -6,12 +6,12 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.runs import StageReport
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import ingest
 from caseforge.tasks.cn.api import WenshuApiError, WenshuClient, WenshuCredentials, parse_document_response
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 DOC = (Path(__file__).resolve().parent.parent / "fixtures" / "cn_civil_judgment.txt").read_text(encoding="utf-8")
 RECORD = {"s1": "张三与李四民间借贷纠纷一审民事判决书", "s2": "北京市海淀区人民法院", "s5": "abc123",
@@ -35,7 +35,7 @@ def con(db_path):
 
 
 def _client(con, db_path, responses, seen, token="tok"):
-    fetcher = Fetcher(settings(str(db_path)), RawArchive(con), transport=scripted_server(responses, seen),
+    fetcher = Fetcher(load_settings(str(db_path)), RawArchive(con), transport=scripted_server(responses, seen),
                       sleep=lambda s: None)
     return WenshuClient(fetcher, WenshuCredentials("SESSION=s1", token, "https://example.test/doc"))
 

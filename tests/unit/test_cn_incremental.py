@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from caseforge.config import settings as load_settings
+from caseforge.settings import load_settings
 from caseforge.tasks.cn import curate, ingest
 from caseforge.tasks.cn.filters import load_filter_config
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 DOC = (Path(__file__).resolve().parent.parent / "fixtures" / "cn_civil_judgment.txt").read_text(encoding="utf-8").strip()
 

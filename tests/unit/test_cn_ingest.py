@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.cn import curate, ingest
 from caseforge.tasks.cn.filters import FilterConfig, filter_reasons, load_filter_config
 from caseforge.tasks.cn.select import EmbedderError, embed, quotas, select_representatives
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 DOC = (Path(__file__).resolve().parent.parent / "fixtures" / "cn_civil_judgment.txt").read_text(encoding="utf-8").strip()
 

@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 
 from caseforge import gate, textchecks
-from caseforge.load import gate_and_load
-from caseforge.warehouse import connect
+from caseforge.load import CuratedTable, gate_and_load
+from caseforge.warehouse.connection import connect
+
+GENERATED = CuratedTable("casefacts_generated", "casefacts/replace_stage_table.sql", "claim_id",
+                         {"schema": "build", "table": "casefacts_generated", "key": "claim_id"})
 
 # what SmolLM2-135M and Gemma 3 270M wrote in `make run` (build.casefacts_*, curated.aquaechr_qa, ops.llm_calls)
 GENERATED_CLAIMS = [
@@ -63,8 +66,7 @@ def test_the_gate_quarantines_degenerate_claims_with_the_rules_they_break(db_pat
     assert "expect_column_values_to_be_mostly_letters" in rule_names(result, 2)
     assert "expect_column_values_to_not_match_regex" in rule_names(result, 3)      # markup debris
     con = connect(db_path)
-    outcome = gate_and_load(con, 1, "casefacts_generated", frame, "casefacts/replace_stage_table.sql", "claim_id",
-                            identifiers={"schema": "build", "table": "casefacts_generated", "key": "claim_id"})
+    outcome = gate_and_load(con, 1, frame, GENERATED)
     assert outcome.staged == 2 and outcome.quarantined == 4
     reasons = dict(con.execute("SELECT source_key, reason FROM ops.quarantine ORDER BY source_key").fetchall())
     assert reasons["c0"].startswith("gate: expect_column_values_to_have_enough_words on claim {\"min_words\": 5}")
@@ -86,8 +88,7 @@ def test_a_rejected_batch_keeps_each_rows_own_reasons_in_the_quarantine(db_path)
     frame = pd.DataFrame({"claim_id": [f"c{i:02d}" for i in range(len(claims))], "case_id": 1,
                           "claim_index": range(len(claims)), "claim": claims, "model": "m"})
     con = connect(db_path)
-    outcome = gate_and_load(con, 1, "casefacts_generated", frame, "casefacts/replace_stage_table.sql", "claim_id",
-                            identifiers={"schema": "build", "table": "casefacts_generated", "key": "claim_id"})
+    outcome = gate_and_load(con, 1, frame, GENERATED)
     assert outcome.batch_rejected and "the model is probably broken" in outcome.reasons[0]
     reasons = dict(con.execute("SELECT source_key, reason FROM ops.quarantine").fetchall())
     assert reasons["c00"].startswith("gate: expect_column_values_to_have_enough_words")
@@ -103,7 +104,7 @@ def test_an_unknown_rule_set_is_named():
 
 
 def test_every_suite_loads_and_names_only_known_rule_sets():
-    from caseforge.config import EXPECTATIONS_DIR
+    from caseforge.settings import EXPECTATIONS_DIR
 
     for path in sorted(EXPECTATIONS_DIR.glob("*.json")):
         if path.name == gate.TEXT_RULES_FILE:
@@ -116,7 +117,7 @@ def test_every_suite_loads_and_names_only_known_rule_sets():
 def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(db_path):
     """Found in the nightly on the samples: with every generated claim quarantined, build.casefacts_generated kept
     the previous build's 9 claims, and the factuality check was asked about them."""
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.casefacts.config import BuildConfig
     from caseforge.tasks.casefacts.pipeline import BuildContext, _load
 

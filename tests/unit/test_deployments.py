@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from caseforge import settings_file
+from caseforge.settings import file_tables, table
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOYMENTS = ROOT / "deployments"
@@ -36,7 +36,7 @@ def test_every_pool_prefect_yaml_names_is_created_by_setup_sh():
 def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     from caseforge.flows.llm_shard import llm_shard_flow
 
-    fanout = settings_file.load()["fanout"]
+    fanout = file_tables()["fanout"]
     flow_name, deployment_name = fanout["deployment"].split("/")
     config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
     deployment = next(d for d in config["deployments"] if d["name"] == deployment_name)
@@ -72,11 +72,11 @@ def test_the_workers_extra_is_pinned_on_top_of_the_lock():
 def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_sources_fetch_from():
     from urllib.parse import urlsplit
 
-    from caseforge.flows.common import host_limit_name
+    from caseforge.flows.wiring import host_limit_name
 
     from caseforge.tasks.cn.api import DEFAULT_DOC_URL
 
-    urls = [*settings_file.section("upstream").values(), DEFAULT_DOC_URL]
+    urls = [*table("upstream").values(), DEFAULT_DOC_URL]
     hosts = {urlsplit(url).hostname for url in urls}
     created = set(re.findall(r"^limit (\S+) \d+", (DEPLOYMENTS / "setup.sh").read_text(), re.M))
     assert created == {host_limit_name(host) for host in hosts}

@@ -3,8 +3,8 @@ warehouse after all migrations (issue 28: docs/sql.md described curated.casefact
 dropped)."""
 import re
 
-from caseforge.config import PROJECT_ROOT
-from caseforge.warehouse import connect
+from caseforge.settings import PROJECT_ROOT
+from caseforge.warehouse.connection import connect
 
 # schema.name, not a prefix followed by a wildcard (build.casefacts_*), not a file (ops/quality_results.parquet)
 NAMED = re.compile(r"(?<![\w/.])(ops|staging|curated|build|eval)\.([a-z_][a-z0-9_]*)(?![\w*(])")

@@ -3,9 +3,9 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError, HostRateLimiter, parse_retry_after
-from caseforge.warehouse import connect
+from caseforge.settings import Settings
+from caseforge.warehouse.connection import connect
 
 
 class ScriptedServerDouble:

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError, HostUnreachable, install_host_slots
-from caseforge.warehouse import connect
+from caseforge.settings import Settings
+from caseforge.warehouse.connection import connect
 
 
 def refusing_url() -> str:
@@ -94,12 +94,12 @@ def test_an_answer_resets_the_streak_and_other_hosts_are_not_affected(db_path):
 
 def test_a_live_refresh_against_a_refusing_host_fails_within_seconds(db_path):
     """The guides refresh (eight guides, one host) with the default bound and a 0.05 s backoff base."""
-    from caseforge import settings_file
+    from caseforge.settings import overriding
     from caseforge.tasks.guides import ingest as guides
 
     settings = Settings(db_path=db_path, requests_per_second=0, backoff_base_s=0.05)
     started = time.monotonic()
-    with settings_file.overriding({"upstream": {"guides": refusing_url()}}):
+    with overriding({"upstream": {"guides": refusing_url()}}):
         report = guides.refresh(settings)
     elapsed = time.monotonic() - started
     assert elapsed < 30, elapsed
@@ -140,11 +140,11 @@ def test_a_live_hudoc_refresh_against_a_refusing_host_is_a_failed_fetch_not_quar
     """Query pages that could not be fetched fail the stage and count as fetch_failed (as for every source);
     they are not bad data, so nothing counts as quarantined. Each is still recorded, key and reason, in
     ops.quarantine (stage "fetch")."""
-    from caseforge import settings_file
+    from caseforge.settings import overriding
     from caseforge.tasks.hudoc import ingest as hudoc
 
     settings = Settings(db_path=db_path, requests_per_second=0, backoff_base_s=0.05)
-    with settings_file.overriding({"upstream": {"hudoc": refusing_url()}}):
+    with overriding({"upstream": {"hudoc": refusing_url()}}):
         report = hudoc.refresh(settings, since="2020-01-01")
     assert report.status == "failed", (report.status, report.counts)
     assert report.counts.get("quarantined", 0) == 0, report.counts

@@ -7,12 +7,11 @@ import httpx
 import pytest
 from upstream_doubles import LoopbackUpstreamDouble, Route
 
-from caseforge import settings_file
 from caseforge.archive import RawArchive
-from caseforge.config import Settings
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.settings import Settings, overriding
 from caseforge.tasks.oyez import ingest as oyez
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from warehouse_rows import rows as table
 
 
@@ -34,7 +33,7 @@ def oyez_upstream(cases: list[dict], details: dict[str, Route] | None = None) ->
 def refresh_against(db_path, upstream: LoopbackUpstreamDouble, **settings):
     options = dict(db_path=db_path, requests_per_second=0, max_retries=0, backoff_base_s=0, timeout_s=5)
     options.update(settings)
-    with settings_file.overriding({"upstream": {"oyez": upstream.url}}):
+    with overriding({"upstream": {"oyez": upstream.url}}):
         return oyez.refresh(Settings(**options), sleep=lambda s: None)
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 
 from caseforge.gate import validate
 from caseforge.load import gate_and_load
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 def case_rows(n=3, **overrides):

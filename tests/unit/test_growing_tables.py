@@ -5,7 +5,7 @@ Their keys stay unique by the statements that write them; migration 130 keeps ev
 from __future__ import annotations
 
 from caseforge.archive import RawArchive
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 from migration_support import connect_before
 
 GROWING = ("ops.raw_payloads", "curated.scotus_cases", "curated.echr_judgments", "curated.echr_paragraphs",
@@ -57,7 +57,7 @@ def test_payload_bodies_are_kept_beside_the_warehouse_not_in_it(db_path):
     """A body in the DuckDB file made every checkpoint after an append rewrite the archive's last row group: one
     2 MB dump into an archive of 48 × 20 MB dumps cost 2.8 s and 2.9 GB at checkpoint (12 dumps: 0.7 s, 0.8 GB).
     Bodies are files named by their hash in `<db>-archive/`; ops.raw_payloads keeps what describes them."""
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
 
     con = connect(db_path)
     archive = RawArchive(con)

@@ -72,7 +72,8 @@ def test_names_outside_parentheses_and_split_words():
 def test_an_unchanged_guides_citations_keep_their_rows_and_a_changed_resolution_replaces_them(tmp_path):
     """curated.guide_citations is what the AQuAECHR builder reads: rewritten on every ingest (a fresh
     updated_at), its fingerprint changed and the builder ran again on an unchanged night."""
-    from caseforge.warehouse import connect, run_sql
+    from caseforge.warehouse.connection import connect
+    from caseforge.warehouse.statements import run_sql
 
     con = connect(tmp_path / "w.duckdb")
     columns = "guide_id, para_no, ordinal, case_name, whole_case, raw_citation, itemid, raw_sha256"

@@ -94,11 +94,11 @@ def test_live_guides_are_fetched_by_id_and_a_failed_one_is_quarantined(tmp_path)
     import httpx
 
     from caseforge.archive import RawArchive
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.fetch import Fetcher
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.guides import ingest
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(tmp_path / "w.duckdb")
     pdf = _pdf_with_link()
@@ -125,9 +125,9 @@ def test_live_guides_are_fetched_by_id_and_a_failed_one_is_quarantined(tmp_path)
 def test_a_guide_parsed_again_into_the_same_rows_is_left_as_it_is_and_one_parsed_otherwise_is_replaced(tmp_path):
     """The guides' parser version includes the resolver's inputs, so a night after new judgments parses every
     guide again: its paragraphs, the same rows, must not look changed to the builders that read them."""
-    from caseforge.runs import StageReport
+    from caseforge.stage_report import StageReport
     from caseforge.tasks.guides import ingest
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     con = connect(tmp_path / "w.duckdb")
     text = (HEADER + "I. General considerations\n1. The Court has held that the State must act (Opuz v. Turkey, "

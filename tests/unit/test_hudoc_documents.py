@@ -7,11 +7,11 @@ import httpx
 from docx import Document
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings as load_settings
 from caseforge.fetch import Fetcher
-from caseforge.runs import StageReport
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 HTML = ("<style>.b { font-size:12pt } .h { page-break-after:avoid }</style><div>"
         "<p class='h'><span class='b'>PROCEDURE</span></p>"
@@ -125,3 +125,15 @@ def test_a_printed_number_may_skip_a_missing_paragraph_but_never_go_back(tmp_pat
     body = [r for r in rows if r["section"] != "OPERATIVE"]
     assert [r["para_no"] for r in body] == ["1", "4"]
     assert body[1]["text"].endswith("\n3. Not a paragraph: the number goes back.")
+
+
+def test_a_live_body_is_size_checked_and_parsed_once(tmp_path, monkeypatch):
+    """fetch_body decides on a route by parsing its body: the rows it lands are that parse's, not a second one."""
+    parsed, checked = [], []
+    parse_document, size_problem = ingest.parse_document, ingest.size_problem
+    monkeypatch.setattr(ingest, "parse_document", lambda *a, **k: parsed.append(a[0]) or parse_document(*a, **k))
+    monkeypatch.setattr(ingest, "size_problem", lambda *a, **k: checked.append(a[1]) or size_problem(*a, **k))
+    con = _connect(tmp_path / "w.duckdb", "001-7")
+    with _fetcher(con, lambda request: httpx.Response(200, text=HTML)) as fetcher:
+        rows = ingest.fetch_body(fetcher, con, 1, "001-7", StageReport("t"))
+    assert len(rows) == 3 and parsed == ["001-7"] and checked == ["body"]

@@ -8,13 +8,13 @@ import httpx
 import pytest
 
 from caseforge.archive import RawArchive
-from caseforge.config import settings as load_settings
 from caseforge.fetch import Fetcher
-from caseforge.runs import StageReport
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.hudoc import ingest
 from caseforge.tasks.hudoc.metadata import RecordFilter
 from caseforge.tasks.hudoc.query import QueryPager, Window
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 WINDOW_RE = re.compile(r'kpdate>="(\d{4}-\d{2}-\d{2})T.*kpdate<"(\d{4}-\d{2}-\d{2})T')
 

@@ -9,7 +9,7 @@ from caseforge.cli import main
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, ScriptedReply, chat_reply
 from caseforge.llm.types import Completion
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class Number(BaseModel):

@@ -9,15 +9,14 @@ import pytest
 
 from echo_prompts import Number, requests_for
 
-from caseforge import settings_file
-from caseforge.llm import FreeText, run_job
-from caseforge.llm import fanout
+from caseforge.llm import FreeText, fanout, run_job
 from caseforge.llm.config import LLMChoice
 from caseforge.llm.shards import Shard
 from caseforge.llm.types import Completion
 from caseforge.llm.worker import run_shard
+from caseforge.settings import overriding
 from caseforge.store import StoreError, open_store
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class EchoBackendDouble:
@@ -158,7 +157,7 @@ def test_a_fanned_out_job_equals_the_same_job_in_process(tmp_path, runs_installe
     runs = runs_installed(ShardRunsDouble(bad={7}))
     con = connect(tmp_path / "fanned.duckdb")
     orchestrator = EchoBackendDouble(bad={7})
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", orchestrator, requests, Number, max_attempts=1)
 
     assert orchestrator.asked == []                       # every answer came from a shard run
@@ -183,7 +182,7 @@ def test_a_shard_whose_worker_dies_is_submitted_again_and_resumes(tmp_path, runs
     requests = requests_for(range(24))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "dies" if (shard, n) == ("shard-001", 1) else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     assert len(result.outputs) == 24 and not result.failures
@@ -200,7 +199,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     requests = requests_for(range(16))
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "fails" if shard == "shard-002" else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
 
     shard = next(s for s in result.fanout.shards if s.number == 2)
@@ -214,7 +213,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
     assert leftovers(tmp_path / "shards") == []
 
     runs.how = lambda shard, n: "ok"
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         retried = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert not retried.failures and len(retried.fanout.shards) == 1
     assert leftovers(tmp_path / "shards") == []
@@ -223,7 +222,7 @@ def test_a_shard_that_keeps_failing_ends_as_failures_not_a_hang(tmp_path, runs_i
 def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "stuck" if n == 1 else "ok"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.outputs) == 8
     assert all("not started within start_timeout_s" in s.submissions[0].outcome for s in result.fanout.shards)
@@ -233,7 +232,7 @@ def test_a_shard_a_worker_took_but_never_started_is_submitted_again(tmp_path, ru
 def test_shards_no_worker_takes_are_given_up(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "waits", ready=False))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     assert len(result.failures) == 8 and not result.outputs
     assert all("no worker on pool test-gpu" in s.reason for s in result.fanout.shards)
@@ -244,7 +243,7 @@ def test_answers_a_stopped_job_left_are_merged_first(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
     requests = requests_for(range(10))
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         store = fanout.step_store(con, fanout.FanoutSettings.from_settings(), "echo")
         schema = Number.model_json_schema()
         left = Shard(store, "0ldj0b00-shard-009")           # a job that stopped after its worker finished
@@ -262,14 +261,14 @@ def test_a_given_up_shard_leaves_its_saved_answers_and_the_next_run_asks_only_th
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "dies"))
     con = connect(tmp_path / "fanned.duckdb")
     settings = {"fanout": {**FAST, "shards": 1, "max_submissions": 1, "store": str(tmp_path / "shards")}}
-    with settings_file.overriding(settings):
+    with overriding(settings):
         result = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     [shard] = result.fanout.shards
     assert shard.status == "failed" and len(result.failures) == 12
     assert [p.rsplit("/", 2)[-2] for p in leftovers(tmp_path / "shards")] == ["parts"]   # one batch of 2, saved
 
     runs.how = lambda shard, n: "ok"
-    with settings_file.overriding(settings):
+    with overriding(settings):
         again = run_job(con, "echo", EchoBackendDouble(), requests, Number)
     assert not again.failures and again.fanout.leftover_rows == 2
     assert len(runs.workers[runs.submitted[-1][0]].asked) == 10              # only what no part answered
@@ -279,7 +278,7 @@ def test_a_given_up_shard_leaves_its_saved_answers_and_the_next_run_asks_only_th
 def test_a_run_marked_crashed_whose_answers_are_in_the_store_is_merged_not_redone(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble(how=lambda shard, n: "crashes after"))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(16)), Number)
     assert len(result.outputs) == 16 and not result.failures
     assert len(runs.submitted) == len(result.fanout.shards)                # none submitted again
@@ -290,7 +289,7 @@ def test_a_run_marked_crashed_whose_answers_are_in_the_store_is_merged_not_redon
 def test_prose_steps_fan_out_too(tmp_path, runs_installed):
     runs_installed(ShardRunsDouble(prose=True))
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         result = run_job(con, "prose", EchoBackendDouble(prose=True), requests_for(range(6)), FreeText)
     assert result.fanout is not None and result.outputs["n3"].text == "The number is 3."
 
@@ -298,7 +297,7 @@ def test_prose_steps_fan_out_too(tmp_path, runs_installed):
 def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, runs_installed):
     con = connect(tmp_path / "w.duckdb")
     runs_installed(None)
-    with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
+    with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
         with pytest.raises(RuntimeError, match="nothing can submit shard runs"):
             run_job(con, "echo", EchoBackendDouble(), requests_for(range(3)), Number)
         handed_over = EchoBackendDouble()
@@ -312,12 +311,12 @@ def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, 
 
 def test_fanout_settings_are_checked():
     assert fanout.FanoutSettings.from_settings() is None                 # the built-in default: no pool
-    with settings_file.overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
+    with overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
         assert fanout.FanoutSettings.from_settings().shards == 8
-    with settings_file.overriding({"fanout": {"pool": "gpu", "shard": 8}}):
+    with overriding({"fanout": {"pool": "gpu", "shard": 8}}):
         with pytest.raises(ValueError, match="unknown setting"):
             fanout.FanoutSettings.from_settings()
-    with settings_file.overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
+    with overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
         with pytest.raises(ValueError, match="flow name/deployment name"):
             fanout.FanoutSettings.from_settings()
 
@@ -332,13 +331,13 @@ def test_a_backend_chosen_through_the_settings_knows_its_choice():
 
 
 def test_settings_name_the_store_and_refuse_what_cannot_work():
-    with settings_file.overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
+    with overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
         with pytest.raises(ValueError, match=r"shard_dir is now \[fanout\] store"):
             fanout.FanoutSettings.from_settings()
-    with settings_file.overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
+    with overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
         with pytest.raises(ValueError, match="less than three heartbeats"):
             fanout.FanoutSettings.from_settings()
-    with settings_file.overriding({"fanout": {"pool": "gpu", "store": "s3://b/p", "store_endpoint_url": "http://s3:9000"}}):
+    with overriding({"fanout": {"pool": "gpu", "store": "s3://b/p", "store_endpoint_url": "http://s3:9000"}}):
         chosen = fanout.FanoutSettings.from_settings()
         assert (chosen.store, chosen.store_endpoint_url) == ("s3://b/p", "http://s3:9000")
 
@@ -346,7 +345,7 @@ def test_settings_name_the_store_and_refuse_what_cannot_work():
 def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "min_shard_requests": 5, "store": str(tmp_path / "s")}}):
+    with overriding({"fanout": {**FAST, "min_shard_requests": 5, "store": str(tmp_path / "s")}}):
         result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(12)), Number)
     assert len(runs.submitted) == len(result.fanout.shards) <= 3 and len(result.outputs) == 12
 
@@ -376,7 +375,7 @@ def test_a_worker_resolves_its_endpoint_from_its_own_settings_and_environment(mo
     choice = worker_choice("echo", "generator", "openai", "m", shipped)
     assert "base_url" not in choice.options and choice.options["max_retries"] == 0
     monkeypatch.delenv("CASEFORGE_OPENAI_BASE_URL")
-    with settings_file.overriding({"llm": {"backends": {"openai": {"options": {"base_url": "http://gpu-7:8000/v1"}}}}}):
+    with overriding({"llm": {"backends": {"openai": {"options": {"base_url": "http://gpu-7:8000/v1"}}}}}):
         assert worker_choice("echo", "generator", "openai", "m", shipped).options["base_url"] == "http://gpu-7:8000/v1"
 
 
@@ -423,7 +422,7 @@ def test_a_worker_that_cannot_reach_its_model_records_failures_that_the_next_run
     with ScriptedOpenAIServerDouble(echo) as orchestrators_server, ScriptedOpenAIServerDouble(echo) as workers_server:
         orchestrator = openai_backend(orchestrators_server.base_url)
         monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", dead)               # the worker's machine: no model
-        with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
+        with overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
             first = run_job(con, "echo", orchestrator, requests, Number)
         assert not first.outputs and len(first.failures) == 10
         assert all(not f.answered and "connection problem" in f.reason for f in first.failures.values()), \
@@ -432,7 +431,7 @@ def test_a_worker_that_cannot_reach_its_model_records_failures_that_the_next_run
         assert all("base_url" not in p["options"] for _, _, p in runs.submitted)
 
         monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", workers_server.base_url)   # its model is up now
-        with settings_file.overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
+        with overriding({"fanout": {**FAST, "store": str(tmp_path / "s")}}):
             second = run_job(con, "echo", orchestrator, requests, Number)
         assert not second.failures and {k: v.value for k, v in second.outputs.items()} == {
             f"n{i}": i for i in range(10)}
@@ -460,7 +459,7 @@ def test_a_bad_store_is_one_line_before_any_shard_is_submitted(problem, s3_env, 
         fix = "cannot reach the endpoint"
     con = connect(tmp_path / "fanned.duckdb")
     started = time.monotonic()
-    with settings_file.overriding({"fanout": {**FAST, "store": f"s3://{bucket}/shards", "store_endpoint_url": endpoint}}):
+    with overriding({"fanout": {**FAST, "store": f"s3://{bucket}/shards", "store_endpoint_url": endpoint}}):
         with pytest.raises(StoreError) as exc:
             run_job(con, "echo", EchoBackendDouble(), requests_for(range(8)), Number)
     message = str(exc.value)

@@ -11,7 +11,7 @@ from echo_prompts import Number, requests_for  # noqa: E402
 from caseforge.llm import SamplingParams, render, run_job  # noqa: E402
 from caseforge.llm.backends.replay import ReplayBackend, ReplayMiss, export_replay  # noqa: E402
 from caseforge.llm.types import Completion  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 class ScriptedBackendDouble:

@@ -12,7 +12,7 @@ from echo_prompts import Number, requests_for  # noqa: E402
 from caseforge.llm import SamplingParams, run_job  # noqa: E402
 from caseforge.llm.backends.openai_compat import OpenAIBackend, retry_after_seconds  # noqa: E402
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, ScriptedReply, chat_reply  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 def number_in(body: dict) -> int:

@@ -13,7 +13,7 @@ from caseforge.llm.backends.openai_compat import OpenAIBackend
 from caseforge.llm.backends.replay import ReplayBackend
 from caseforge.llm.cache import calls_table, store_calls
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class Number(BaseModel):

@@ -14,7 +14,7 @@ from caseforge.llm.shards import Shard, merge_shards, read_rows, split_requests,
 from caseforge.llm.types import Completion  # noqa: E402
 from caseforge.llm.worker import run_shard  # noqa: E402
 from caseforge.store import open_store  # noqa: E402
-from caseforge.warehouse import connect  # noqa: E402
+from caseforge.warehouse.connection import connect  # noqa: E402
 
 
 def answer_rows(shard: Shard):

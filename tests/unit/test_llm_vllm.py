@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from caseforge.llm import LLMRequest, SamplingParams, run_job
 from caseforge.llm.backends import get_backend
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class Verdict(BaseModel):

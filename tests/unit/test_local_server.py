@@ -1,6 +1,6 @@
 """The local Prefect server's bookkeeping (caseforge.flows.local_server) without starting a server: what a
 command does with the state file it finds, stale state, leases, settings; and which server a command's
-flows report to (caseforge.flows.common.prefect_api)."""
+flows report to (caseforge.flows.prefect_api.prefect_api)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from caseforge.flows import common, local_server
+from caseforge.flows import local_server, prefect_api
 from caseforge.flows.local_server import Paths, decide
 
 IDENTITY = {"prefect_version": "3.8.8", "database": "abc"}
@@ -111,9 +111,9 @@ def test_with_the_users_api_url_nothing_changes(monkeypatch):
 
     monkeypatch.setenv(local_server.MODE_ENV, "local")
     monkeypatch.setattr(local_server, "ensure", lambda *a, **k: pytest.fail("no local server with a user's URL"))
-    monkeypatch.setattr(common, "guard_ephemeral_server", lambda: pytest.fail("no temporary server either"))
+    monkeypatch.setattr(prefect_api, "guard_ephemeral_server", lambda: pytest.fail("no temporary server either"))
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:4200/api"}):
-        with common.prefect_api() as state:
+        with prefect_api.prefect_api() as state:
             assert state is None and PREFECT_API_URL.value() == "http://127.0.0.1:4200/api"
 
 
@@ -121,8 +121,8 @@ def test_ephemeral_mode_starts_the_guarded_temporary_server(monkeypatch):
     calls = []
     monkeypatch.setenv(local_server.MODE_ENV, "ephemeral")
     monkeypatch.setattr(local_server, "ensure", lambda *a, **k: pytest.fail("ephemeral mode uses no local server"))
-    monkeypatch.setattr(common, "guard_ephemeral_server", lambda: calls.append("guarded"))
-    with common.prefect_api() as state:
+    monkeypatch.setattr(prefect_api, "guard_ephemeral_server", lambda: calls.append("guarded"))
+    with prefect_api.prefect_api() as state:
         assert state is None
     assert calls == ["guarded"]
 
@@ -136,11 +136,11 @@ def test_a_local_server_that_cannot_be_used_falls_back_to_a_temporary_one(monkey
     monkeypatch.setenv(local_server.MODE_ENV, "local")
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     monkeypatch.setattr(local_server, "ensure", foreign)
-    monkeypatch.setattr(common, "guard_ephemeral_server", lambda: calls.append("guarded"))
+    monkeypatch.setattr(prefect_api, "guard_ephemeral_server", lambda: calls.append("guarded"))
     from prefect.settings import PREFECT_HOME, temporary_settings
 
     with temporary_settings({PREFECT_HOME: str(tmp_path)}):
-        with common.prefect_api() as state:
+        with prefect_api.prefect_api() as state:
             assert state is None
             assert not local_server.in_use(Paths.of(tmp_path))      # no lease kept on what is not used
     assert calls == ["guarded"]
@@ -158,7 +158,7 @@ def test_while_a_command_uses_the_local_server_prefect_talks_to_it(monkeypatch, 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setattr(local_server, "ensure", lambda *a, **k: ({"pid": 1, "api_url": url}, "reused"))
     with temporary_settings({PREFECT_HOME: str(tmp_path)}):
-        with common.prefect_api() as state:
+        with prefect_api.prefect_api() as state:
             assert state["api_url"] == url
             assert os.environ["PREFECT_API_URL"] == url and os.environ[local_server.URL_ENV] == url
             assert prefect.context.GLOBAL_SETTINGS_CONTEXT.settings.api.url == url
@@ -177,5 +177,5 @@ def test_heartbeats_the_user_set_are_kept(monkeypatch, tmp_path):
     monkeypatch.setattr(local_server, "ensure", lambda *a, **k: ({"pid": 1, "api_url": "http://127.0.0.1:9/api"},
                                                                  "reused"))
     with temporary_settings({PREFECT_HOME: str(tmp_path), PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}):
-        with common.prefect_api():
+        with prefect_api.prefect_api():
             assert get_current_settings().flows.heartbeat_frequency == 60

@@ -3,7 +3,9 @@
 import duckdb
 import pytest
 
-from caseforge.warehouse import connect, curated_tables, export_curated_parquet
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.statements import curated_tables
 from migration_support import connect_before
 
 MIGRATION = 100

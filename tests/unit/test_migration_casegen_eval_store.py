@@ -9,7 +9,8 @@ from caseforge import evalstore
 from caseforge.evalstore import ItemResult
 from caseforge.tasks.casegen.eval import report, store
 from caseforge.tasks.casegen.eval.evaluate import agreement_table
-from caseforge.warehouse import connect, table_exists
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.statements import table_exists
 from migration_support import connect_before
 
 MIGRATION = 112

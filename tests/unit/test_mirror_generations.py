@@ -14,32 +14,37 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from caseforge.config import settings as load_settings
-from caseforge.runs import StageReport, finish_run, start_run
-from caseforge.warehouse import connect, export_curated_parquet, find_mirror, open_mirror
+from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet, find_mirror
+from caseforge.warehouse.query import open_mirror
 
 KILL_AFTER_COPY_OF = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    import caseforge.warehouse as warehouse
+    from caseforge.warehouse import mirror
+    from caseforge.warehouse.connection import connect
 
-    real_run_sql = warehouse.run_sql
+    real_run_sql = mirror.run_sql
     def run_sql(con, relative, params=None, identifiers=None):
         result = real_run_sql(con, relative, params, identifiers)
         if "parquet" in relative and (identifiers or {{}}).get("table") == {table!r}:
             os.kill(os.getpid(), signal.SIGKILL)          # killed right after this table's file was written
         return result
-    warehouse.run_sql = run_sql
-    con = warehouse.connect(Path(sys.argv[1]))
-    warehouse.export_curated_parquet(con, Path(sys.argv[2]))
+    mirror.run_sql = run_sql
+    con = connect(Path(sys.argv[1]))
+    mirror.export_curated_parquet(con, Path(sys.argv[2]))
 """)
 
 EXPORT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    import caseforge.warehouse as warehouse
-    con = warehouse.connect(Path(sys.argv[1]))
-    warehouse.export_curated_parquet(con, Path(sys.argv[2]))
+    from caseforge.warehouse.connection import connect
+    from caseforge.warehouse.mirror import export_curated_parquet
+    con = connect(Path(sys.argv[1]))
+    export_curated_parquet(con, Path(sys.argv[2]))
     con.close()
 """)
 
@@ -157,8 +162,8 @@ def _statements(path: Path) -> list[str]:
 def test_every_write_to_a_table_mirrored_in_parts_moves_its_stamp(tmp_path):
     """The mirror finds changed rows of a table with `updated_at` by (key, updated_at) alone, so every statement
     in sql/ that inserts or updates such a table sets it; the append-only ops tables are never updated."""
-    from caseforge.config import SQL_DIR
-    from caseforge.warehouse import APPEND_ONLY_STAMPS, MIRROR_STAMP_COLUMN
+    from caseforge.settings import SQL_DIR
+    from caseforge.warehouse.mirror import APPEND_ONLY_STAMPS, MIRROR_STAMP_COLUMN
 
     con = connect(tmp_path / "cf.duckdb")
     stamped = {f"{s}.{t}" for s, t in con.execute(

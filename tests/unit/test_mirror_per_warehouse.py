@@ -9,9 +9,13 @@ import pytest
 from warehouse_holder import held_by_another_process
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
-from caseforge.runs import StageReport, finish_run, start_run
-from caseforge.warehouse import WarehouseBusy, connect, export_curated_parquet, open_for_query
+from caseforge.run_record import finish_run, start_run
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.errors import WarehouseBusy
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.query import open_for_query
 
 
 def make_warehouse(db, name: str):

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from caseforge.config import settings as load_settings
 from caseforge.evalstore import ItemResult, save_run
-from caseforge.flows import nightly, nightly_report, registry
-from caseforge.warehouse import connect
+from caseforge.flows import nightly_report, nightly_runner, registry
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 PNG = b"\x89PNG\r\n\x1a\n"
 BENCHMARK_PLOTS = ["casefacts_labels", "casefacts_similarity", "casefacts_lengths", "aquaechr_judge_scores",
@@ -75,7 +75,7 @@ def test_the_summary_embeds_every_plot_and_links(tmp_path):
     with connect(settings.db_path) as con:
         _fill(con)
     (tmp_path / "releases" / "casefacts").mkdir(parents=True)
-    result = nightly.run_nightly(settings, nightly.NightlyOptions(release_dir=tmp_path / "releases", sources=[]),
+    result = nightly_runner.run_nightly(settings, nightly_runner.NightlyOptions(release_dir=tmp_path / "releases", sources=[]),
                                  sources={}, builders={}, evaluations={}, releases={"casefacts": registry.Release(
                                      "casefacts", "skipped: its input is missing", lambda: None,
                                      inputs=("curated.not_here",))})

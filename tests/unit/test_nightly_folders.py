@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from caseforge.config import settings as load_settings
-from caseforge.flows import nightly, registry
-from caseforge.warehouse import connect
+from caseforge.flows import nightly_runner, registry
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import ReleaseDouble
 
@@ -27,7 +27,7 @@ def nightly_on(settings, label: str, written: list):
         written.append(folder)
 
     releases = {"alpha": ReleaseDouble("alpha", "alpha (double)", None, inputs=("curated.alpha",), writer=write)}
-    return nightly.run_nightly(settings, None, sources={}, builders={}, evaluations={}, releases=releases, plots={})
+    return nightly_runner.run_nightly(settings, None, sources={}, builders={}, evaluations={}, releases=releases, plots={})
 
 
 def test_two_warehouses_in_one_folder_keep_their_run_folders_and_releases(tmp_path):
@@ -49,7 +49,7 @@ def test_from_samples_with_a_missing_samples_folder_fails_and_names_it(tmp_path)
     missing = tmp_path / "no-such-samples"
     sources = {name: source for name, source in registry.SOURCES.items()}
     with pytest.raises(FileNotFoundError) as caught:
-        nightly.run_nightly(settings, nightly.NightlyOptions(from_samples=True, samples_dir=missing),
+        nightly_runner.run_nightly(settings, nightly_runner.NightlyOptions(from_samples=True, samples_dir=missing),
                             sources=sources, builders={}, releases={}, plots={})
     assert str(missing) in str(caught.value)
     assert "CASEFORGE_SAMPLES" in str(caught.value)

@@ -7,11 +7,11 @@ import pytest
 
 
 from caseforge.cli.status import status_data
-from caseforge.config import settings as load_settings
 from caseforge.fingerprints import inputs_fingerprint, table_fingerprint
-from caseforge.flows import nightly, registry
-from caseforge.runs import StageReport
-from caseforge.warehouse import connect
+from caseforge.flows import nightly_runner, registry
+from caseforge.settings import load_settings
+from caseforge.stage_report import StageReport
+from caseforge.warehouse.connection import connect
 
 from registry_doubles import BuilderDouble as BuilderEntryDouble, ReleaseDouble, SourceDouble
 
@@ -98,7 +98,7 @@ def registries():
 
 
 def run_nightly(settings, registries, options=None):
-    return nightly.run_nightly(settings, options, **registries["kwargs"])
+    return nightly_runner.run_nightly(settings, options, **registries["kwargs"])
 
 
 def by_name(result):
@@ -176,12 +176,12 @@ def test_fingerprint_sees_content_not_order(tmp_path):
 
 def test_unknown_source_is_a_clear_error(registries, tmp_path):
     with pytest.raises(ValueError, match="unknown source"):
-        run_nightly(load_settings(tmp_path / "cf.duckdb"), registries, nightly.NightlyOptions(sources=["nope"]))
+        run_nightly(load_settings(tmp_path / "cf.duckdb"), registries, nightly_runner.NightlyOptions(sources=["nope"]))
 
 
 def test_from_samples_skips_sources_without_a_mapping(registries, tmp_path):
     result = run_nightly(load_settings(tmp_path / "cf.duckdb"), registries,
-                         nightly.NightlyOptions(from_samples=True, samples_dir=tmp_path))
+                         nightly_runner.NightlyOptions(from_samples=True, samples_dir=tmp_path))
     assert {o.name: o.note for o in result.outcomes if o.stage == "source"} == {
         "alpha": "no samples for it (registry samples, or its folder is absent)",
         "beta": "no samples for it (registry samples, or its folder is absent)"}
@@ -214,10 +214,10 @@ def test_a_source_whose_sample_folder_is_absent_is_skipped(tmp_path):
     (tmp_path / "oyez" / "cases").mkdir(parents=True)
     (tmp_path / "oyez" / "legacy_justice_table.csv").write_text("ID,name,facts,disposition\n")
     oyez, hudoc = registry.SOURCES["oyez"], registry.SOURCES["hudoc"]
-    assert nightly.source_kwargs(oyez, True, tmp_path) == {
+    assert nightly_runner.source_kwargs(oyez, True, tmp_path) == {
         "from_dir": str(tmp_path / "oyez" / "cases"), "legacy_table": str(tmp_path / "oyez" / "legacy_justice_table.csv")}
-    assert nightly.source_kwargs(hudoc, True, tmp_path) is None
-    assert nightly.source_kwargs(hudoc, False, tmp_path) == {}
+    assert nightly_runner.source_kwargs(hudoc, True, tmp_path) is None
+    assert nightly_runner.source_kwargs(hudoc, False, tmp_path) == {}
 
 
 def test_no_release_is_written_from_a_table_whose_stage_failed_tonight(registries, tmp_path):

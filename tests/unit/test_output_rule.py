@@ -13,11 +13,12 @@ import time
 import pytest
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
-from caseforge.flows import nightly
+from caseforge.flows import nightly_runner
 from caseforge.llm import LLMRequest, run_job
 from caseforge.llm.types import Completion
-from caseforge.warehouse import connect, export_curated_parquet
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
 
 
 def one_line(err: str) -> str:
@@ -108,7 +109,7 @@ def test_export_into_the_warehouse_folder_is_refused(warehouse, capsys):
 @pytest.mark.parametrize("where", ["mirror", "runs", "inside-mirror", "inside-runs", "warehouse-file", "archive",
                                    "inside-archive", "mirror-generations"])
 def test_export_into_the_warehouses_own_folders_is_refused(warehouse, capsys, where):
-    from caseforge.warehouse import mirror_generations
+    from caseforge.warehouse.mirror import mirror_generations
 
     (warehouse.archive_dir / "ab").mkdir(parents=True, exist_ok=True)
     (warehouse.archive_dir / "ab" / "ab12").write_bytes(b"an archived body")
@@ -255,7 +256,7 @@ def test_the_nightly_refuses_a_release_dir_in_the_warehouses_own_files(warehouse
     from caseforge.outputs import OutputRefused
 
     with pytest.raises(OutputRefused):
-        nightly.run_nightly(warehouse, nightly.NightlyOptions(release_dir=release_dir), sources={}, builders={},
+        nightly_runner.run_nightly(warehouse, nightly_runner.NightlyOptions(release_dir=release_dir), sources={}, builders={},
                             evaluations={}, releases={}, plots={})
     con = connect(warehouse.db_path, read_only=True)
     assert con.execute("SELECT count(*) FROM ops.runs").fetchone() == (0,)      # refused before the run began

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from caseforge.progress import Progress, TerminalFilter, show_caseforge_logs
-from caseforge.runs import RunStopped, forget_stop, request_stop
+from caseforge.stopping import RunStopped, forget_stop, request_stop
 
 
 class Clock:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from caseforge.flows.nightly_report import quality_rows
-from caseforge.warehouse import connect, run_sql
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.statements import run_sql
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

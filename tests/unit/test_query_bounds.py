@@ -17,8 +17,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from caseforge.config import settings as load_settings
-from caseforge.warehouse import WarehouseBusy, connect, export_curated_parquet, open_for_query
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.errors import WarehouseBusy
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.query import open_for_query
 
 RUNAWAY = "SELECT sum(hash(a.range * b.range)) FROM range(300000) a, range(300000) b"
 

@@ -1,4 +1,4 @@
-"""The ad-hoc query connection (`caseforge sql`, `quality`, `status`: caseforge.warehouse.open_for_query)
+"""The ad-hoc query connection (`caseforge sql`, `quality`, `status`: caseforge.warehouse.query.open_for_query)
 reaches the warehouse and its own Parquet mirror and nothing else: no file read or written anywhere
 else, no attach, no extension install or load, and no setting that undoes that. Every attack runs
 against both ways the connection is made: read-only on the file, and the in-memory reader over the
@@ -9,8 +9,10 @@ import duckdb
 import pytest
 from warehouse_holder import held_by_another_process
 
-from caseforge.config import settings as load_settings
-from caseforge.warehouse import connect, export_curated_parquet, open_for_query
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.query import open_for_query
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from caseforge.llm import LLMRequest, SamplingParams, run_job
 from caseforge.llm.reply_bounds import INTEGER_CHARS, UnboundedReply, longest_reply, text
 from caseforge.tasks.case.method import QUERY_PARAMS, QueryProposal
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 
 class CountingBackendDouble:

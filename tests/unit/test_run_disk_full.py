@@ -14,13 +14,13 @@ import pytest
 FILL_THE_DISK = r"""
 import json, sys
 from pathlib import Path
-from caseforge.config import settings
 from caseforge.session import run_session
-from caseforge.warehouse import connect
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 db = Path(sys.argv[1]) / "cf.duckdb"
 try:
-    with run_session(settings(db), "ingest", "cn") as session:
+    with run_session(load_settings(db), "ingest", "cn") as session:
         session.con.execute("CREATE TABLE filler (text VARCHAR)")
         for _ in range(400):                  # about 1 MB a commit, until the disk is full
             session.con.execute("INSERT INTO filler SELECT md5(random()::VARCHAR) || md5(random()::VARCHAR) "
@@ -62,27 +62,28 @@ def test_an_end_the_warehouse_cannot_take_is_recorded_by_the_next_start_from_the
     having given its reserved space back, and the next run's start writes it."""
     import duckdb
 
-    from caseforge import runs
-    from caseforge.config import settings as load_settings
+    from caseforge import run_record
+    from caseforge.open_run_files import RESERVE_BYTES, open_runs_folder
+    from caseforge.settings import load_settings
     from caseforge.session import run_session
-    from caseforge.warehouse import connect
+    from caseforge.warehouse.connection import connect
 
     def disk_stays_full(*args, **kwargs):      # a test double for the warehouse's writes on a full disk
         raise duckdb.IOException('Could not write file "cf.duckdb.wal": No space left on device')
 
-    writes = runs.finish_run
-    monkeypatch.setattr(runs, "finish_run", disk_stays_full)
+    writes = run_record.finish_run
+    monkeypatch.setattr(run_record, "finish_run", disk_stays_full)
     with pytest.raises(OSError):
         with run_session(load_settings(db_path), "ingest", "cn") as session:
             session.report.add("records", 343)
             raise OSError(28, "No space left on device")
-    open_file = runs.open_runs_folder(db_path) / f"run-{session.run_id}.json"
-    assert 0 < open_file.stat().st_size < runs.RESERVE_BYTES
-    monkeypatch.setattr(runs, "finish_run", writes)
+    open_file = open_runs_folder(db_path) / f"run-{session.run_id}.json"
+    assert 0 < open_file.stat().st_size < RESERVE_BYTES
+    monkeypatch.setattr(run_record, "finish_run", writes)
 
     con = connect(db_path)
     try:
-        runs.start_run(con, "ingest", "next")
+        run_record.start_run(con, "ingest", "next")
         status, message, counts = con.execute("SELECT status, message, counts FROM ops.runs WHERE run_id = ?",
                                               [session.run_id]).fetchone()
     finally:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from caseforge.config import settings as load_settings
 from caseforge.session import run_session
-from caseforge.warehouse import connect
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
 
 
 def run_row(db, run_id):
@@ -59,8 +59,8 @@ def test_a_nightly_stopped_in_a_builder_records_the_builder_and_every_later_stag
     and the stages not yet started are interrupted; what finished before keeps its state."""
     from registry_doubles import BuilderDouble, ReleaseDouble, SourceDouble
 
-    from caseforge.flows import nightly
-    from caseforge.runs import StageReport
+    from caseforge.flows import nightly_runner
+    from caseforge.stage_report import StageReport
 
     def source_double(settings, **kwargs):
         con = connect(settings.db_path)
@@ -77,7 +77,7 @@ def test_a_nightly_stopped_in_a_builder_records_the_builder_and_every_later_stag
 
     settings = load_settings(tmp_path / "cf.duckdb")
     with pytest.raises(KeyboardInterrupt):
-        nightly.run_nightly(settings, None, sources={"alpha": SourceDouble("alpha", "", None, refresh=source_double)},
+        nightly_runner.run_nightly(settings, None, sources={"alpha": SourceDouble("alpha", "", None, refresh=source_double)},
                             builders={"casefacts": BuilderDouble("casefacts", "", None, inputs=("curated.alpha",),
                                                                  nightly=True, builder=builder_stopped_part_way)},
                             evaluations={}, plots={},

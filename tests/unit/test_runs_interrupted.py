@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 from caseforge.cli import main
-from caseforge.runs import start_run
-from caseforge.warehouse import connect
+from caseforge.run_record import start_run
+from caseforge.warehouse.connection import connect
 
-OPEN_A_RUN = ("import os, signal, sys; from caseforge.warehouse import connect; from caseforge.runs import start_run;"
+OPEN_A_RUN = ("import os, signal, sys; from caseforge.warehouse.connection import connect; from caseforge.run_record import start_run;"
               "con = connect(sys.argv[1]); run_id = start_run(con, 'ingest', 'doomed'); con.close();"
               "print(run_id, os.getpid(), flush=True);")
 

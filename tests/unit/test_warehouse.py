@@ -4,9 +4,12 @@ import os
 import duckdb
 import pytest
 
-from caseforge.warehouse import (
-    WarehouseBusy, connect, export_curated_parquet, migration_files, open_for_query, run_sql, sql_text,
-)
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.errors import WarehouseBusy
+from caseforge.warehouse.migrations import migration_files
+from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.query import open_for_query
+from caseforge.warehouse.statements import run_sql, sql_text
 
 
 def test_sql_text_fills_only_checked_identifiers():
@@ -50,7 +53,7 @@ def test_query_falls_back_to_parquet_while_a_writer_holds_the_file(db_path, tmp_
     import subprocess
     import sys
     code = (
-        "from pathlib import Path; from caseforge.warehouse import open_for_query;"
+        "from pathlib import Path; from caseforge.warehouse.query import open_for_query;"
         f"con, mode = open_for_query(Path({str(db_path)!r}), Path({str(tmp_path / 'parquet')!r}));"
         "print(mode, con.execute('SELECT name FROM curated.scotus_legacy').fetchall())"
     )
@@ -66,7 +69,7 @@ def test_busy_without_mirror_is_a_clear_error(db_path, tmp_path):
     import sys
     writer = connect(db_path)
     code = (
-        "from pathlib import Path; from caseforge.warehouse import open_for_query, WarehouseBusy\n"
+        "from pathlib import Path; from caseforge.warehouse.errors import WarehouseBusy\nfrom caseforge.warehouse.query import open_for_query\n"
         "try:\n"
         f"    open_for_query(Path({str(db_path)!r}), Path({str(tmp_path / 'none')!r}))\n"
         "except WarehouseBusy as exc:\n"
@@ -103,7 +106,7 @@ def test_a_warehouse_killed_right_after_its_migrations_opens_again(tmp_path):
     import sys
 
     db = tmp_path / "killed.duckdb"
-    subprocess.run([sys.executable, "-c", "import os, sys\nfrom caseforge.warehouse import connect\n"
+    subprocess.run([sys.executable, "-c", "import os, sys\nfrom caseforge.warehouse.connection import connect\n"
                     "con = connect(sys.argv[1])\nos._exit(9)", str(db)], check=False, timeout=120)   # no close, no checkpoint
     con = connect(db)
     try:

@@ -7,8 +7,9 @@ import duckdb
 import pytest
 
 from caseforge.cli import main
-from caseforge.config import settings as load_settings
-from caseforge.warehouse import connect, export_curated_parquet
+from caseforge.settings import load_settings
+from caseforge.warehouse.connection import connect
+from caseforge.warehouse.mirror import export_curated_parquet
 
 
 @pytest.fixture

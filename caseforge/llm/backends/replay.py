@@ -19,7 +19,7 @@ import duckdb
 
 from caseforge.llm.types import Completion, LLMRequest, identity_of
 from caseforge.outputs import replacing_file
-from caseforge.warehouse import sql_text
+from caseforge.warehouse.statements import sql_text
 
 MAX_SHOWN = 160          # characters of a differing line shown in a miss
 MAX_LINES = 3            # differing line blocks shown per message

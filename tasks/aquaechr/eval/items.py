@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 
 @dataclass(frozen=True)

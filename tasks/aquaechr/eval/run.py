@@ -11,12 +11,12 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_markdown
-from caseforge.config import Settings
 from caseforge.evalstore import ItemResult
 from caseforge.families import check_families
 from caseforge.llm.config import Backends
-from caseforge.runs import StageReport
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.aquaechr.eval import judge_agreement, store
 from caseforge.tasks.aquaechr.eval.items import build_passages, db_paragraphs, load_annotation_file, load_db_items
 from caseforge.tasks.aquaechr.eval.metrics import TokenEmbedder

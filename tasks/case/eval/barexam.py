@@ -15,7 +15,7 @@ from caseforge.evalstore import ItemResult
 from caseforge.llm import SamplingParams, request_from_template, run_job
 from caseforge.llm.reply_bounds import text
 from caseforge.retrieval import Retriever
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 
 BASELINES = {"llm-only": None, "bm25-rag": "bm25", "qlm-rag": "qlm", "dense-rag": "dense", "oracle": None}
 SYSTEMS = (*BASELINES, "case")

@@ -10,13 +10,13 @@ from typing import Callable
 
 from caseforge import evalstore
 from caseforge.artifacts import publish_metrics
-from caseforge.config import Settings
 from caseforge.llm.config import Backends
 from caseforge.retrieval import build_retriever
-from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.retrieval.corpora import scotus_case_names, scotus_corpus
-from caseforge.runs import StageReport
+from caseforge.retrieval.hybrid import Fusion, HybridRetriever
 from caseforge.session import RunSession, run_session
+from caseforge.settings import Settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts.eval import fusion as casefacts_fusion
 from caseforge.tasks.casefacts.eval import retrieval
 from caseforge.tasks.casefacts.eval.casenames import DEFAULT_FUZZY_THRESHOLD, CaseNameIndex
@@ -27,10 +27,8 @@ log = logging.getLogger(__name__)
 TASK = "casefacts"
 LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
 SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
-# BM25 and QLM on Snowball (Porter2) stems by default: the paper does not say how its BM25 tokenised, and a
-# "BM25" baseline row is what the usual toolkits give (Lucene/Pyserini's English analyzer stems; bm25s
-# documents PyStemmer). Measured on the released train split (samples warehouse, paper's gold rule):
-# recall@1/5/10 0.106/0.196/0.240 stemmed vs 0.087/0.163/0.201 on surface forms. `--stemmer none` for those.
+# BM25 and QLM on Snowball (Porter2) stems by default, as the usual toolkits' "BM25" baseline row (README,
+# "CaseFacts evaluation choices", says why and what it changes). `--stemmer none` for surface forms.
 DEFAULT_STEMMER = "english"
 LEXICAL = ("bm25", "qlm", "hybrid")
 

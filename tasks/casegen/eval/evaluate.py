@@ -12,13 +12,13 @@ import pandas as pd
 
 from caseforge import gate
 from caseforge.llm import SamplingParams, request_from_template
-from caseforge.runs import StageReport
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.eval import metrics
-from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
 from caseforge.tasks.casegen.eval.judge import DimensionScore, read_judge_reply, reply_schema
 from caseforge.tasks.casegen.eval.text_job import run_text_job
 from caseforge.tasks.casegen.eval.truncate import cut_middle
-from caseforge.warehouse import run_sql, sql_text
+from caseforge.tasks.casegen.items import SECTION_TITLES, TASK_INPUTS, render_evidence
+from caseforge.warehouse.statements import run_sql, sql_text
 
 GENERATE_STEP = "casegen-generate"
 JUDGE_STEP = "casegen-judge"

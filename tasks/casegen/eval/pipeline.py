@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from caseforge.config import Settings
 from caseforge.llm.config import Backends
 from caseforge.outputs import write_text_atomically
 from caseforge.session import RunSession, run_session
-from caseforge.runs import StageReport
+from caseforge.settings import Settings, load_settings
+from caseforge.stage_report import StageReport
 from caseforge.tasks.casegen.eval import evaluate, metrics, store
 from caseforge.tasks.casegen.eval import report as reporting
 from caseforge.tasks.casegen.eval.judge import check_judge_family
@@ -57,7 +56,7 @@ def make_params(models: list[str] | None = None, llm: str | None = None, judge_m
     models = list(models or [Backends(llm, {}).model("system", GENERATE_STEP)])
     judge = None
     if not skip_judge:
-        judge = judge_model or os.environ.get("CASEFORGE_CASEGEN_JUDGE")
+        judge = judge_model or load_settings().casegen_judge
         if not judge:
             try:
                 judge = Backends(judge_llm or llm, {}).model("judge", JUDGE_STEP)

@@ -22,7 +22,7 @@ from caseforge.evalstore import ItemResult
 from caseforge.tasks.casegen.eval.evaluate import Generation, Judgement
 from caseforge.tasks.casegen.eval.metrics import COMPAT_LABEL
 from caseforge.tasks.casegen.items import TASKS
-from caseforge.warehouse import run_sql
+from caseforge.warehouse.statements import run_sql
 
 TASK = "casegen"
 DATASET = "curated.casegen_items"

@@ -1,4 +1,5 @@
-"""The release writer: Parquet + JSONL + card + Croissant + manifest, byte-identical when nothing changed."""
+"""The release format every benchmark writes (caseforge.release): Parquet + JSONL + card + Croissant + manifest,
+byte-identical when nothing changed. The four benchmarks' own writers: test_benchmark_releases.py."""
 import datetime as dt
 import functools
 import json
@@ -201,7 +202,7 @@ def test_the_bytes_do_not_depend_on_thread_count_or_dict_order(tmp_path):
 
 
 def test_without_arguments_the_cutoff_comes_from_the_settings_release_table(tmp_path, monkeypatch):
-    from caseforge import settings_file
+    from caseforge.settings import overriding
 
     monkeypatch.chdir(tmp_path)                     # no ./caseforge.toml here
     monkeypatch.delenv("CASEFORGE_CONFIG", raising=False)
@@ -209,10 +210,10 @@ def test_without_arguments_the_cutoff_comes_from_the_settings_release_table(tmp_
     plain = functools.partial(release_module.write_release, columns=COLUMNS, date_column="decided_date")
     default = plain(tmp_path / "default", "toy", {"cases": cases_frame()}, CARD)
     assert json.loads((default.path / "release.json").read_text())["fresh"]["cutoff"] == "2015-06-27"
-    with settings_file.overriding({"release": {"fresh_after": "1972-12-31", "fresh_months": 3}}):
+    with overriding({"release": {"fresh_after": "1972-12-31", "fresh_months": 3}}):
         chosen = plain(tmp_path / "chosen", "toy", {"cases": cases_frame()}, CARD)
     assert json.loads((chosen.path / "release.json").read_text())["fresh"]["cutoff"] == "1972-12-31"
-    with settings_file.overriding({"release": {"fresh_months": 3}}):
+    with overriding({"release": {"fresh_months": 3}}):
         window = plain(tmp_path / "window", "toy", {"cases": cases_frame()}, CARD)
     assert json.loads((window.path / "release.json").read_text())["fresh"]["cutoff"] == "2016-03-27"
 

@@ -13,7 +13,7 @@ from caseforge.tasks.aquaechr import release as aquaechr_release
 from caseforge.tasks.casefacts import release as casefacts_release
 from caseforge.tasks.casegen import release as casegen_release
 from caseforge.tasks.oyez import release as scotus_release
-from caseforge.warehouse import connect
+from caseforge.warehouse.connection import connect
 
 WRITERS = {"scotus": scotus_release, "casefacts": casefacts_release, "aquaechr": aquaechr_release,
            "casegen": casegen_release}

@@ -1,0 +1,108 @@
+"""Running the statement files of sql/ (where SQL lives: docs/sql.md) on a warehouse connection: a statement's
+text with its names filled in, run with bound values, over a batch of rows, in a transaction; and the few
+questions every stage asks (does a table exist, which file is this connection's database)."""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pandas as pd
+
+from caseforge.settings import SQL_DIR
+
+# What may be written into a statement's text: a plain or schema-qualified name, never a value.
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+def sql_text(relative: str, **identifiers: str | tuple[str, ...]) -> str:
+    """A statement file from sql/ (where SQL lives: docs/sql.md).
+
+    `{name}` placeholders are filled from `identifiers`, which must be table or column names (checked), or a
+    tuple of column names (filled comma-separated, e.g. a key of two columns); values are never written into
+    the text, they are bound as parameters.
+    """
+    path = SQL_DIR / relative
+    if not path.exists():
+        raise FileNotFoundError(f"missing SQL file {path}")
+    text = path.read_text(encoding="utf-8")
+    if not identifiers:
+        return text
+    for name, value in identifiers.items():
+        names = value if isinstance(value, tuple) and value else (value,)
+        if not all(isinstance(v, str) and IDENTIFIER.match(v) for v in names):
+            raise ValueError(f"{relative}: {{{name}}} must be an identifier, not {value!r}")
+
+    def fill(match: re.Match) -> str:
+        if match.group(1) not in identifiers:
+            raise KeyError(f"{relative}: no value for {{{match.group(1)}}}")
+        value = identifiers[match.group(1)]
+        return ", ".join(value) if isinstance(value, tuple) else value
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None,
+            identifiers: dict[str, str | tuple[str, ...]] | None = None):
+    statement = sql_text(relative, **(identifiers or {}))
+    return con.execute(statement, params) if params is not None else con.execute(statement)
+
+
+def replace_staging(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+    """Replace staging.<table> by this batch; the columns must match the staging DDL."""
+    con.register("_batch", frame)
+    try:
+        run_sql(con, "ops/clear_staging_table.sql", identifiers={"table": table})
+        # inline by rule (docs/sql.md): the column list is the batch's own
+        columns = ", ".join(f'"{c}"' for c in frame.columns)
+        con.execute(f"INSERT INTO staging.{table} ({columns}) SELECT {columns} FROM _batch")
+    finally:
+        con.unregister("_batch")
+
+
+def curated_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in run_sql(con, "ops/curated_base_tables.sql").fetchall()]
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether `schema.table` exists in the warehouse."""
+    schema, _, name = table.partition(".")
+    if not schema or not name:
+        raise ValueError(f"a table is named schema.table: {table!r}")
+    return run_sql(con, "ops/table_exists.sql", [schema, name]).fetchone()[0] > 0
+
+
+def run_sql_over_rows(con: duckdb.DuckDBPyConnection, relative: str, rows: list[dict]) -> None:
+    """Run sql/<relative> over `rows`, visible to it as the relation _rows: one statement, all or nothing,
+    much faster than one statement per row."""
+    if not rows:
+        return
+    con.register("_rows", pd.DataFrame(rows))
+    try:
+        run_sql(con, relative)
+    finally:
+        con.unregister("_rows")
+
+
+def database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The file of the database `con` is connected to (None: an in-memory database). The one place this is asked."""
+    database = run_sql(con, "ops/database_path.sql").fetchone()[0]
+    return Path(database) if database and database != ":memory:" else None
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN … COMMIT, or ROLLBACK and re-raise: all of a write lands, or none of it.
+
+    The one place transaction control is written inline (docs/sql.md)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
