@@ -1,16 +1,12 @@
-"""What every command shares: the --db option, running a flow and reporting on it, printing rows."""
+"""What every command shares: the --db and --format options, running a flow and reporting on it (the rows a
+command lists are written by caseforge.cli.rows)."""
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import datetime as dt
-import decimal
 import difflib
 import inspect
-import json
 import logging
-import math
 import os
 import re
 import sys
@@ -20,8 +16,8 @@ from caseforge.errors import CommandFailed
 
 __all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_entry_subcommands",
            "add_format_option",
-           "add_llm_cache_options", "flow_arguments", "flow_report", "flows_session", "for_people", "is_ordinary",
-           "jsonable", "notes_out", "one_line", "print_rows", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
+           "add_llm_cache_options", "flow_arguments", "flow_report", "flows_session", "is_ordinary",
+           "notes_out", "one_line", "quiet_once_stopped", "run_flow", "terminal_tracebacks",
            "unknown_value"]
 
 MAX_REASONS_PRINTED = 50
@@ -285,58 +281,3 @@ def finish(report: dict) -> int:
     if report.get("problems"):
         raise CommandFailed(report["problems"])
     return 0
-
-
-def jsonable(value):
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    return value
-
-
-def for_people(value) -> str:
-    """A value as a table shows it: floats rounded (two decimals, four significant digits below 1), times to the
-    second, counters as k=v, NULL for none."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        if value == 0 or not math.isfinite(value):
-            return f"{value:g}"
-        return f"{value:.2f}" if abs(value) >= 1 else f"{value:.4g}"
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ", timespec="seconds")
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
-    return str(jsonable(value))
-
-
-def _csv_cell(value):
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=jsonable)
-    return jsonable(value)
-
-
-def print_rows(columns: list[str], rows: list[tuple], fmt: str, out=None) -> None:
-    out = out or sys.stdout
-    if fmt == "json":
-        json.dump([{c: jsonable(v) for c, v in zip(columns, row)} for row in rows], out,
-                  ensure_ascii=False, default=jsonable, indent=1)
-        out.write("\n")
-    elif fmt == "csv":
-        writer = csv.writer(out)
-        writer.writerow(columns)
-        writer.writerows([[_csv_cell(v) for v in row] for row in rows])
-    else:
-        cells = [[for_people(v).replace("\n", " ") for v in row] for row in rows]
-        cells = [[c if len(c) <= 80 else c[:77] + "..." for c in row] for row in cells]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-        out.write(" | ".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")
-        out.write("-+-".join("-" * w for w in widths) + "\n")
-        for row in cells:
-            out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths)) + "\n")
-        out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")

@@ -6,8 +6,9 @@ import fnmatch
 import importlib.util
 import sys
 
-from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out, print_rows,
+from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out,
                                   unknown_value)
+from caseforge.cli.rows import print_rows, spool_query_answer
 from caseforge.llm.backends import REGISTRY
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
@@ -246,11 +247,10 @@ def run_stats(args: argparse.Namespace) -> int:
     try:
         check_step(args.step, con)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
+        answer = spool_query_answer(con, cursor, args.format)
     finally:
         con.close()
-    print_rows(columns, rows, args.format)
+    answer.print_to()
     print(CACHE_KEY_NOTE, file=sys.stderr)
     return 0
 

@@ -7,7 +7,8 @@ import dataclasses
 
 import duckdb
 
-from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line, print_rows
+from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line
+from caseforge.cli.rows import spool_query_answer
 from caseforge.settings import load_settings
 from caseforge.warehouse.mirror import MIRRORED_OPS_TABLES
 from caseforge.warehouse.query import QueryBounds, open_for_query
@@ -52,9 +53,8 @@ def run_sql_command(args: argparse.Namespace) -> int:
                                  "over)"]) from exc
         if cursor.description is None:
             return 0
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
+        answer = spool_query_answer(con, cursor, args.format)
     finally:
         con.close()             # before printing: a slow reader of the output must not hold the file
-    print_rows(columns, rows, args.format)
+    answer.print_to()
     return 0

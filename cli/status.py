@@ -7,7 +7,8 @@ import sys
 
 import duckdb
 
-from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
+from caseforge.cli.common import add_db_option, add_format_option, notes_out, unknown_value
+from caseforge.cli.rows import jsonable, print_rows, spool_query_answer
 from caseforge.open_run_files import unwritten_end
 from caseforge.run_record import interrupted_runs, mark_interrupted_runs
 from caseforge.settings import EXPECTATIONS_DIR, load_settings
@@ -135,9 +136,21 @@ def run_quality(args: argparse.Namespace) -> int:
         table = _gated_table(con, args.table) if args.table else None
         cursor = con.execute(sql_text("ops/latest_quality.sql"), [table, table])
         columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
+        success, failed = columns.index("success"), columns.index("failed_expectations")
+        failing = []
+
+        def nested(batch: list[tuple]) -> list[list]:
+            # failed_expectations is JSON text in the warehouse: in the answer, the array it holds
+            rows = [list(row) for row in batch]
+            for row in rows:
+                if isinstance(row[failed], str):
+                    row[failed] = json.loads(row[failed])
+                if not row[success]:
+                    failing.append(row[0])
+            return rows
+
+        answer = spool_query_answer(con, cursor, args.format, nested)
     finally:
         con.close()
-    print_rows(columns, rows, args.format)
-    failing = [r for r in rows if not r[columns.index("success")]]
+    answer.print_to()
     return 1 if failing else 0

@@ -3,7 +3,9 @@ warehouse and its mirror can be read, nothing written, attached, installed) and 
 memory, spill), on the warehouse, or on its Parquet mirror while a run holds the file."""
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -12,6 +14,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
@@ -96,6 +99,22 @@ def default_memory_limit() -> str:
     return f"{max(64, total // 4 // 1_000_000)}MB"
 
 
+ROWS_PER_BATCH = 2048            # QueryConnection.fetch_batches: what an answer holds in Python at once (DuckDB's
+                                 # own vector size)
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)
+
+
+def size_in_bytes(text: str) -> int:
+    """A size as DuckDB reads its settings ("4GB": 4·1000³, "4GiB": 4·1024³, "512MB", "1000" bytes)."""
+    found = _SIZE.fullmatch(text)
+    if not found:
+        raise ValueError(f"not a size: {text!r} (e.g. 4GB, 512MB, 2GiB)")
+    number, prefix, binary = found.groups()
+    power = "kmgtp".find(prefix.lower()) + 1 if prefix else 0
+    return int(float(number) * (1024 if binary else 1000) ** power)
+
+
 QUERY_FOLDER_PREFIX = "caseforge-query-"
 
 
@@ -123,6 +142,7 @@ class QueryConnection:
         self.timeout_s = bounds.timeout_s
         self._running: tuple[int, float] | None = None      # (statement number, started) while one runs
         self._statements = 0
+        self._last: tuple[int, float] = (0, time.monotonic())
         self._stopped: dict[int, str] = {}
         self._closed = threading.Event()
         self._watchdog = threading.Thread(target=self._watch, name="caseforge-query-watchdog", daemon=True)
@@ -173,20 +193,53 @@ class QueryConnection:
         if reason:
             raise QueryStopped(reason)
         self._statements += 1
-        number = self._statements
-        self._running = (number, time.monotonic())
-        try:
+        self._last = (self._statements, time.monotonic())
+        with self._statement(self._last):
             return self._con.execute(*args, **kwargs)
-        except duckdb.InterruptException as exc:
-            raise QueryStopped(self._stopped.get(number, "query interrupted")) from exc
+
+    def fetch_batches(self, cursor, rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[list[tuple]]:
+        """The answer of the statement just executed on `cursor`, `rows_per_batch` rows at a time. DuckDB computes
+        it as it is fetched, so the fetching is still the statement: its timeout (counted from its start) and a
+        run's need of the file stop it as they stop execute()."""
+        statement = self._last
+        while True:
+            with self._statement(statement):
+                rows = cursor.fetchmany(rows_per_batch)
+            if not rows:
+                return
+            yield rows
+
+    @contextlib.contextmanager
+    def _statement(self, statement: tuple[int, float]):
+        """While statement `(number, started)` runs: the watchdog may stop it, and DuckDB's errors of a stopped or
+        bounded statement become QueryStopped, saying which bound."""
+        number = statement[0]
+        self._running = statement
+        try:
+            yield
         except duckdb.OutOfMemoryException as exc:
             first = " ".join(str(exc).split("\n\n")[0].split())
             raise QueryStopped(f"query stopped: it needs more than its memory limit of {self.bounds.memory_limit} "
                                f"and temporary spill of {self.bounds.temp_limit} under {self.bounds.temp_root} "
                                f"(CASEFORGE_QUERY_MEMORY_LIMIT, CASEFORGE_QUERY_TEMP_LIMIT, "
                                f"CASEFORGE_QUERY_TEMP_DIR): {first}") from exc
+        except duckdb.Error as exc:
+            # interrupted while executing: InterruptException; while fetching a streamed answer DuckDB says
+            # "Attempting to execute an unsuccessful or closed pending query result ... INTERRUPT Error"
+            if number in self._stopped or isinstance(exc, duckdb.InterruptException):
+                raise QueryStopped(self._stopped.get(number, "query interrupted")) from exc
+            raise
         finally:
             self._running = None
+
+    @property
+    def spool_folder(self) -> Path:
+        """The query's own temporary folder (removed when the connection closes), for what it writes aside."""
+        return self._workdir
+
+    @property
+    def spool_limit_bytes(self) -> int:
+        return size_in_bytes(self.bounds.temp_limit)
 
     def close(self) -> None:
         self._closed.set()
