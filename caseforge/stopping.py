@@ -154,6 +154,19 @@ def stop_on_signals(exit_when_stuck: bool = False,
             signal.signal(signum, handler)
 
 
+def leave_at_once_on_signals() -> None:
+    """What is left of a command's process once its exit hooks ran (the interpreter's own exit): a stop signal
+    ends it at once, as stopped, with its one line, instead of a KeyboardInterrupt traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in SIGNAL_CAUSES:
+        signal.signal(signum, _leave_on_signal)
+
+
+def _leave_on_signal(signum: int, _frame=None) -> None:
+    _leave(request_stop(signum))
+
+
 _BEFORE_LEAVING: list[Callable[[StopRequest], object]] = []      # hooks of this process (Prefect's run states)
 
 

@@ -3,6 +3,7 @@ it reads caseforge.flows.registry and runs flows; nothing below imports it."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import sys
@@ -79,36 +80,60 @@ def main(argv: list[str] | None = None) -> int:
     quiet_once_stopped()
     unraisable_before = sys.unraisablehook
     sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
-    with stopping.stop_on_signals(exit_when_stuck=argv is None, before_leaving=(stop_open_runs,)):
-        try:
-            return _run(args)
-        except CommandFailed as exc:
-            if args.debug and (exc.__cause__ or exc.__context__):
-                traceback.print_exception(exc, file=sys.stderr)
-            for reason in exc.reasons:
-                print(f"caseforge: {reason}", file=sys.stderr)
-            return getattr(exc, "exit_code", 1)
-        except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, a Prefect cancellation: one line, runs recorded
-            request = stopping.stop_of(exc)
-            stop_open_runs(request)
-            stopping.say_stopped(request)
-            return request.exit_code
-        except BrokenPipeError:                 # `caseforge status | head`: the reader has what it wanted
-            common.quiet_stdout()
-            return 141                          # what a shell reports for a command ended by SIGPIPE
-        except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
-            if args.debug:
-                traceback.print_exc(file=sys.stderr)
-            print(f"caseforge: {one_line(exc)}", file=sys.stderr)
-            return 2
-        finally:                                # main() also runs in-process (tests, notebooks): leave no trace
-            stopping.forget_stop()
-            sys.unraisablehook = unraisable_before
-            for name, before in (("CASEFORGE_LLM_RETRY_FAILED", retry_before), ("CASEFORGE_LLM_REFRESH", refresh_before)):
-                if before is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = before
+    leaving = argv is None                      # the `caseforge` program itself, not a call in-process
+    with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
+        code = _command(args, retry_before, refresh_before, unraisable_before)
+        if leaving:
+            code = _exit_hooks_then(code)
+    if leaving:
+        stopping.leave_at_once_on_signals()
+    return code
+
+
+def _command(args: argparse.Namespace, retry_before, refresh_before, unraisable_before) -> int:
+    try:
+        return _run(args)
+    except CommandFailed as exc:
+        if args.debug and (exc.__cause__ or exc.__context__):
+            traceback.print_exception(exc, file=sys.stderr)
+        for reason in exc.reasons:
+            print(f"caseforge: {reason}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, a Prefect cancellation: one line, runs recorded
+        request = stopping.stop_of(exc)
+        stop_open_runs(request)
+        stopping.say_stopped(request)
+        return request.exit_code
+    except BrokenPipeError:                 # `caseforge status | head`: the reader has what it wanted
+        common.quiet_stdout()
+        return 141                          # what a shell reports for a command ended by SIGPIPE
+    except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
+        if args.debug:
+            traceback.print_exc(file=sys.stderr)
+        print(f"caseforge: {one_line(exc)}", file=sys.stderr)
+        return 2
+    finally:                                # main() also runs in-process (tests, notebooks): leave no trace
+        stopping.forget_stop()
+        sys.unraisablehook = unraisable_before
+        for name, before in (("CASEFORGE_LLM_RETRY_FAILED", retry_before), ("CASEFORGE_LLM_REFRESH", refresh_before)):
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+
+
+def _exit_hooks_then(code: int) -> int:
+    """The process's exit hooks (atexit: Prefect drains its log and event workers there, a query removes its
+    folder) run now, while the stop handlers are in place and shielded: a stop signal meanwhile raises nothing into
+    a hook ("Exception ignored in atexit callback ... KeyboardInterrupt", a traceback) and the command ends as
+    stopped, with its one line and 128 + the signal. A second signal leaves at once (caseforge.stopping)."""
+    with stopping.shielded():
+        atexit._run_exitfuncs()                 # runs each hook once: none is left for the interpreter's exit
+    request = stopping.stop_requested()
+    if request is not None and code != request.exit_code:
+        stopping.say_stopped(request)
+        return request.exit_code
+    return code
 
 
 def _quiet_about_lost_stops(hook):
