@@ -1,7 +1,8 @@
-"""Rows as the commands print them, a batch at a time: `table` for people (numbers rounded, long cells cut, and
-at most TABLE_ROWS_SHOWN rows: the first and the last, with a line saying how many there are, as DuckDB's own
-CLI does), `csv` and `json` for programs (exact values, every row). Whatever the size of the answer, what is held
-at once is one batch (and, for a table, the rows it shows).
+"""Rows as the commands print them, a batch at a time: `table` for people (numbers rounded, long cells cut; an
+answer from the warehouse shows at most TABLE_ROWS_SHOWN rows, the first and the last, with a line saying how many
+there are, as DuckDB's own CLI does), `csv` and `json` for programs (exact values, every row). Whatever the size
+of the answer, what is held at once is one batch (and, for a table, the rows it shows). A listing already in hand
+(print_rows: `status --limit N`, `llm models`) shows every row it was asked for.
 
 An answer read from the warehouse is spooled (spool_answer): written out a batch at a time to a temporary file
 in the query's own folder, bounded by the query's spill limit, while the connection is open; printed from there
@@ -108,16 +109,18 @@ class _JsonRows:
 
 
 class _TableRows:
-    """The first and the last TABLE_ROWS_SHOWN // 2 rows of an answer, and how many it has: drawn at close."""
+    """The first and the last `shown` // 2 rows of an answer (every row when `shown` is None), and how many it
+    has: drawn at close."""
 
-    def __init__(self, columns: Sequence[str], out):
+    def __init__(self, columns: Sequence[str], out, shown: int | None = TABLE_ROWS_SHOWN):
         self.columns, self.out, self.rows = list(columns), out, 0
+        self.head_size = shown // 2 if shown is not None else None
         self.head: list[list[str]] = []
-        self.tail: collections.deque[list[str]] = collections.deque(maxlen=TABLE_ROWS_SHOWN // 2)
+        self.tail: collections.deque = collections.deque(maxlen=shown - shown // 2 if shown is not None else 0)
 
     def write(self, rows: Sequence[Sequence]) -> None:
         for row in rows:
-            if len(self.head) < TABLE_ROWS_SHOWN // 2:
+            if self.head_size is None or len(self.head) < self.head_size:
                 self.head.append(self._cells(row))
             else:
                 self.tail.append(row)            # drawn at close: most rows of a long answer never are
@@ -143,26 +146,28 @@ class _TableRows:
             out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths)) + "\n")
         plural = "s" if self.rows != 1 else ""
         if self.rows > len(shown):
-            out.write(f"({self.rows:,} rows, {len(shown)} shown: the first and the last {len(tail)}; "
+            out.write(f"({self.rows:,} rows, {len(shown)} shown: the first {len(self.head)} and the last {len(tail)}; "
                       "--format csv or json gives every row)\n")
         else:
             out.write(f"({self.rows} row{plural})\n")
 
 
-WRITERS = {"csv": _CsvRows, "json": _JsonRows, "table": _TableRows}
-
-
-def write_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence]], fmt: str, out=None) -> None:
-    """Write the rows of `batches` (each a sequence of rows) to `out` (default stdout) in `fmt`, batch by batch."""
-    writer = WRITERS[fmt](columns, out or sys.stdout)
+def write_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence]], fmt: str, out=None,
+               table_rows: int | None = TABLE_ROWS_SHOWN) -> None:
+    """Write the rows of `batches` (each a sequence of rows) to `out` (default stdout) in `fmt`, batch by batch; a
+    table shows `table_rows` of them (None: all)."""
+    out = out or sys.stdout
+    writer = _TableRows(columns, out, table_rows) if fmt == "table" else {"csv": _CsvRows, "json": _JsonRows}[fmt](
+        columns, out)
     for batch in batches:
         writer.write(batch)
     writer.close()
 
 
 def print_rows(columns: Sequence[str], rows: Sequence[Sequence], fmt: str, out=None) -> None:
-    """Rows already in hand, printed as write_rows prints batches."""
-    write_rows(columns, [rows], fmt, out)
+    """Rows already in hand (a listing as long as asked for: `status --limit`, `llm models`), every one of them
+    printed, as write_rows prints batches."""
+    write_rows(columns, [rows], fmt, out, table_rows=None)
 
 
 class AnswerTooLarge(CommandError):

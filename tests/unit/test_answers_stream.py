@@ -91,7 +91,7 @@ def test_a_table_shows_its_first_and_last_rows_and_says_how_many_more():
     assert [b.split()[0] for b in body[:half]] == [str(i) for i in range(half)]
     assert body[half].split()[0] == "…"
     assert [b.split()[0] for b in body[half + 1:]] == [str(i) for i in range(1000 - half, 1000)]
-    assert lines[-1] == (f"(1,000 rows, {TABLE_ROWS_SHOWN} shown: the first and the last {half}; "
+    assert lines[-1] == (f"(1,000 rows, {TABLE_ROWS_SHOWN} shown: the first {half} and the last {half}; "
                          "--format csv or json gives every row)")
 
 
@@ -107,6 +107,14 @@ def test_print_rows_is_write_rows_of_one_batch():
     print_rows(["a"], [(1,), (2,)], "csv", one)
     write_rows(["a"], [[(1,)], [(2,)]], "csv", other)
     assert one.getvalue() == other.getvalue() == "a\r\n1\r\n2\r\n"
+
+
+def test_a_listing_in_hand_shows_every_row_it_was_asked_for():
+    """`status --limit 100`, `llm models`: rows already in hand, as many as asked for, all shown."""
+    out = io.StringIO()
+    print_rows(["n"], [(i,) for i in range(TABLE_ROWS_SHOWN * 2)], "table", out)
+    lines = out.getvalue().rstrip("\n").split("\n")
+    assert len(lines) == TABLE_ROWS_SHOWN * 2 + 3 and lines[-1] == f"({TABLE_ROWS_SHOWN * 2} rows)"
 
 
 def test_an_answer_past_the_spill_limit_stops_in_one_line(warehouse, tmp_path, capsys, monkeypatch):
