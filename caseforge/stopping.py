@@ -4,6 +4,7 @@ command that cannot stop in time (a thread stuck in a read) leaves STOP_GRACE_S 
 it was given (its open runs recorded, its Prefect runs marked)."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -154,17 +155,46 @@ def stop_on_signals(exit_when_stuck: bool = False,
             signal.signal(signum, handler)
 
 
-def leave_at_once_on_signals() -> None:
-    """What is left of a command's process once its exit hooks ran (the interpreter's own exit): a stop signal
-    ends it at once, as stopped, with its one line, instead of a KeyboardInterrupt traceback."""
+_leaving: dict = {}                 # stop_quietly_while_leaving: the exit status the command ended with
+
+
+def stop_quietly_while_leaving(exit_code: int) -> None:
+    """The rest of a command's process (its own, `caseforge` itself), once its work is done and `exit_code` decided:
+    the interpreter's exit runs Prefect's hooks (its services send what is left of their logs and events to the
+    server, its loop threads stop) and removes a query's folder. A stop signal then raises nothing into them
+    (which printed "Exception ignored in atexit callback ... KeyboardInterrupt" with a traceback, and the command
+    exited as if nothing had happened): it is recorded, the hooks finish (within STOP_GRACE_S; a second signal
+    leaves at once), and the command ends as stopped, with its one line and 128 + the signal
+    (_end_as_stopped, the last exit hook)."""
     if threading.current_thread() is not threading.main_thread():
         return
+    _leaving["exit_code"] = exit_code
     for signum in SIGNAL_CAUSES:
-        signal.signal(signum, _leave_on_signal)
+        signal.signal(signum, _stop_while_leaving)
 
 
-def _leave_on_signal(signum: int, _frame=None) -> None:
-    _leave(request_stop(signum))
+def _stop_while_leaving(signum: int, _frame=None) -> None:
+    first = _stop is None
+    request = request_stop(signum)
+    if not first or _leaving.get("ended"):
+        _leave(request)
+    threading.Thread(target=_leave_after_grace, args=(request,), daemon=True, name="caseforge stop").start()
+
+
+def _leave_after_grace(request: StopRequest) -> None:
+    threading.Event().wait(STOP_GRACE_S)
+    _leave(request, f"; exit hooks still running after {STOP_GRACE_S:.0f} s were abandoned")
+
+
+@atexit.register                    # at import, before Prefect registers any: so it runs after all of theirs
+def _end_as_stopped() -> None:
+    if "exit_code" not in _leaving:
+        return                      # not a command's process, or a command that was not told to stop
+    _leaving["ended"] = True
+    request = _stop
+    if request is not None and request.exit_code != _leaving["exit_code"]:
+        logging.shutdown()
+        _leave(request)
 
 
 _BEFORE_LEAVING: list[Callable[[StopRequest], object]] = []      # hooks of this process (Prefect's run states)

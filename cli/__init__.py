@@ -3,7 +3,6 @@ it reads caseforge.flows.registry and runs flows; nothing below imports it."""
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
 import os
 import sys
@@ -83,10 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     leaving = argv is None                      # the `caseforge` program itself, not a call in-process
     with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
         code = _command(args, retry_before, refresh_before, unraisable_before)
-        if leaving:
-            code = _exit_hooks_then(code)
-    if leaving:
-        stopping.leave_at_once_on_signals()
+    if leaving:                                 # the interpreter's exit hooks: a stop then is a stop too
+        stopping.stop_quietly_while_leaving(code)
     return code
 
 
@@ -120,20 +117,6 @@ def _command(args: argparse.Namespace, retry_before, refresh_before, unraisable_
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = before
-
-
-def _exit_hooks_then(code: int) -> int:
-    """The process's exit hooks (atexit: Prefect drains its log and event workers there, a query removes its
-    folder) run now, while the stop handlers are in place and shielded: a stop signal meanwhile raises nothing into
-    a hook ("Exception ignored in atexit callback ... KeyboardInterrupt", a traceback) and the command ends as
-    stopped, with its one line and 128 + the signal. A second signal leaves at once (caseforge.stopping)."""
-    with stopping.shielded():
-        atexit._run_exitfuncs()                 # runs each hook once: none is left for the interpreter's exit
-    request = stopping.stop_requested()
-    if request is not None and code != request.exit_code:
-        stopping.say_stopped(request)
-        return request.exit_code
-    return code
 
 
 def _quiet_about_lost_stops(hook):
