@@ -3,14 +3,21 @@
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
+import types
+import typing
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-# What a key of the settings file that no table declares does: "allow" keeps it (in the dict views too), as
-# caseforge always has; "forbid" would make it an error. Every table below takes its policy from here.
-UNKNOWN_KEYS = "allow"
+# A key no table declares is an error naming it, its file and the closest known key (caseforge.settings): a
+# misspelt setting must not be ignored.
+UNKNOWN_KEYS = "forbid"
+
+ROLES = ("generator", "validator", "judge", "nli", "system")
+BACKENDS = ("replay", "openai", "llamacpp", "vllm")        # caseforge.llm.backends.REGISTRY's names
+Role = Literal[ROLES]
+BackendName = Literal[BACKENDS]
 
 
 class Table(BaseModel):
@@ -29,13 +36,13 @@ class LlmChoice(Table):
 
 
 class LlmTable(Table):
-    backend: str                                   # replay | openai | llamacpp | vllm
+    backend: BackendName
     model: str | None = None                       # every role's model, unless a role or step names its own
     retry_failed: bool = False                     # ask again, once, the requests a cached failure answered
-    models: dict[str, dict[str, str]] = {}         # backend -> role -> its default model
-    backends: dict[str, LlmChoice] = {}
-    roles: dict[str, LlmChoice] = {}
-    steps: dict[str, LlmChoice] = {}
+    models: dict[BackendName, dict[Role, str]] = {}   # backend -> role -> its default model
+    backends: dict[BackendName, LlmChoice] = {}
+    roles: dict[Role, LlmChoice] = {}
+    steps: dict[str, LlmChoice] = {}               # step names are checked where the pipelines are known
 
 
 class FanoutTable(Table):
@@ -97,3 +104,53 @@ class SettingsFile(Table):
     upstream: UpstreamTable
     nightly: NightlyTable = NightlyTable()
     release: ReleaseTable = ReleaseTable()
+
+
+# --- what the tables declare, for the errors that name an unknown key (caseforge.settings.unknown_key) ---
+
+def known_keys(table_path: tuple[str, ...]) -> list[str]:
+    """The keys the tables declare at `table_path` of the settings file (() for its tables)."""
+    node = _node_at(table_path)
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return list(node.model_fields)
+    if typing.get_origin(node) is dict and typing.get_origin(typing.get_args(node)[0]) is Literal:
+        return list(typing.get_args(typing.get_args(node)[0]))
+    return []
+
+
+def key_elsewhere(key: str) -> str | None:
+    """Where a key the tables declare in another table belongs (`[llm.backends.<name>] options`), or None."""
+    found = _declared(SettingsFile, ())
+    return next((f"[{'.'.join(path)}] {key}" for path, name in found if name == key), None)
+
+
+def _node_at(table_path: tuple[str, ...]):
+    node: Any = SettingsFile
+    for part in table_path:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            node = node.model_fields[part].annotation if part in node.model_fields else None
+        elif typing.get_origin(node) is dict:
+            node = typing.get_args(node)[1]
+        node = _without_none(node)
+    return node
+
+
+def _declared(node, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """(table path, key) of every key the tables declare, a table of free names shown as <name>."""
+    node = _without_none(node)
+    if typing.get_origin(node) is dict:
+        return _declared(typing.get_args(node)[1], (*path, "<name>"))
+    if not (isinstance(node, type) and issubclass(node, BaseModel)):
+        return []
+    found = []
+    for name, field in node.model_fields.items():
+        found.append((path, name))
+        found += _declared(field.annotation, (*path, name))
+    return found
+
+
+def _without_none(annotation):
+    """`X | None` as X."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1
+    return args[0] if optional else annotation

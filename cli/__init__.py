@@ -124,6 +124,11 @@ def _quiet_about_lost_stops(hook):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from caseforge.flows.settings_check import settings_problems
+
+    problems = settings_problems(nightly=args.command == "run")     # before any work starts
+    if problems:
+        raise common.CommandError(problems)
     try:
         return args.handler(args) or 0
     except Exception as exc:
