@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import re
 import socket
 import threading
@@ -330,7 +329,7 @@ class _FanOut:
     def _submit_all(self, pending: list[tuple[str, LLMRequest]]) -> dict[int, _Live]:
         identity_of = {id(request): identity for identity, request in pending}
         live = {}
-        count = max(1, min(self.settings.shards, math.ceil(len(pending) / self.settings.min_shard_requests)))
+        count = max(1, min(self.settings.shards, len(pending) // self.settings.min_shard_requests))
         self.shard_count = count
         groups = split_requests([request for _, request in pending], self.choice.model, count)
         for number, group in enumerate(groups):

@@ -346,9 +346,13 @@ def test_settings_name_the_store_and_refuse_what_cannot_work():
 def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
-    with settings_file.overriding({"fanout": {**FAST, "min_shard_requests": 5, "store": str(tmp_path / "s")}}):
-        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(12)), Number)
-    assert len(runs.submitted) == len(result.fanout.shards) <= 3 and len(result.outputs) == 12
+    with settings_file.overriding({"fanout": {**FAST, "min_shard_requests": 15, "store": str(tmp_path / "s")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(40)), Number)
+    # no shard of fewer than min_shard_requests (as far as the split by hash allows): 40 // 15 = 2 shards, not 3
+    assert len(runs.submitted) == len(result.fanout.shards) == 2 and len(result.outputs) == 40
+    with settings_file.overriding({"fanout": {**FAST, "min_shard_requests": 50, "store": str(tmp_path / "s")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(40, 50)), Number)
+    assert len(result.fanout.shards) == 1 and len(result.outputs) == 10      # a job smaller than that: one shard
 
 
 # --- the model endpoint is the worker's own (issue 37, item 5) -------------------------------------------------
