@@ -6,7 +6,8 @@
 # Pools: caseforge-cpu (process) runs the nightly, the builders and the evaluations; caseforge-gpu runs the
 # shards of their LLM steps (deployment llm-shard/gpu). GPU_POOL_TYPE chooses its type: docker (default) or
 # kubernetes need the worker packages (`pip install -e .[workers]`, pinned in requirements-workers.lock);
-# kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template; process suits
+# kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template (with
+# CASEFORGE_FANOUT_STORE, when set here, as the default of its `store` variable: the pods' shard store); process suits
 # GPU machines that run `prefect worker start --pool caseforge-gpu` themselves.
 #
 # Global concurrency limits, one per upstream host (upstream-<host name>), bound how many runs (on any
@@ -62,8 +63,13 @@ limit() {  # name limit
 pool caseforge-cpu --type process
 if [ "$GPU_POOL_TYPE" = kubernetes ]; then
   template="$(mktemp --suffix .json)"
-  "$PYTHON" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
-    "$HERE/gpu/k8s-job-template.yaml" "$template"
+  # the pods' shard store (the job variable `store`): CASEFORGE_FANOUT_STORE of this shell, when set
+  "$PYTHON" -c 'import json, os, sys, yaml
+template = yaml.safe_load(open(sys.argv[1]))
+store = os.environ.get("CASEFORGE_FANOUT_STORE", "").strip()
+if store:
+    template["variables"]["properties"]["store"]["default"] = store
+json.dump(template, open(sys.argv[2], "w"))' "$HERE/gpu/k8s-job-template.yaml" "$template"
   gpu_args=(--type kubernetes --base-job-template "$template")
 else
   gpu_args=(--type "$GPU_POOL_TYPE")

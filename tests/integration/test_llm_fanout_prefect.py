@@ -42,6 +42,7 @@ CONCURRENCY, BATCH_SIZE = 2, 4        # per worker; a kill loses at most one bat
 DELAY_S = 0.1                         # per answer: a shard of ~50 takes a few seconds
 SLOW_DELAY_S = 1.0                    # the answers of the shard about to be killed: time to kill it mid-way
 HEARTBEAT_S = 30                      # Prefect's minimum; the automation's window is three of them
+K8S_STORE = "s3://caseforge-shards/prod"   # the kubernetes pool's `store`: the pods' CASEFORGE_FANOUT_STORE
 STEP_SCRIPT = Path(__file__).resolve().parent / "fanout_step.py"
 PROJECT_ROOT = STEP_SCRIPT.parent.parent.parent
 
@@ -81,17 +82,17 @@ def project_files() -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def setup_sh(prefect_server):
-    """deployments/setup.sh as the README says to run it, with the GPU pool of type kubernetes, and neither the
-    venv's prefect nor its python on PATH: it must find them itself."""
+    """deployments/setup.sh as the README says to run it, with the GPU pool of type kubernetes and the pods' shard
+    store, and neither the venv's prefect nor its python on PATH: it must find them itself."""
     env = {k: v for k, v in prefect_server.env.items() if k not in ("PREFECT", "PYTHON", "VIRTUAL_ENV")}
-    env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes")
+    env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes", CASEFORGE_FANOUT_STORE=K8S_STORE)
     done = subprocess.run(["bash", "deployments/setup.sh"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
-def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_without_a_shard_volume(setup_sh,
+def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_with_the_store_and_no_shard_volume(setup_sh,
                                                                                                prefect_server):
     pool = prefect_server.api("GET", "/work_pools/caseforge-gpu").json()
     assert pool["type"] == "kubernetes", setup_sh
@@ -102,6 +103,8 @@ def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_without_
     assert all(m["name"] != "shards" for m in container["volumeMounts"])
     assert container["envFrom"] == [{"secretRef": {"name": "{{ store_secret }}"}}]
     assert template["variables"]["properties"]["store_secret"]["default"] == "caseforge-store"
+    assert container["env"] == [{"name": "CASEFORGE_FANOUT_STORE", "value": "{{ store }}"}]
+    assert template["variables"]["properties"]["store"]["default"] == K8S_STORE
     automations = prefect_server.api("POST", "/automations/filter", json={}).json()
     zombie = next(a for a in automations if a["name"] == "caseforge-crash-zombie-shard-runs")
     assert zombie["trigger"]["posture"] == "Proactive" and zombie["trigger"]["within"] >= 3 * HEARTBEAT_S

@@ -58,6 +58,34 @@ def test_the_kubernetes_job_template_has_no_shard_volume_and_reads_the_store_cre
     assert "shards_claim" not in template["variables"]["properties"]
 
 
+def test_the_kubernetes_job_template_puts_the_store_url_into_the_pods_environment():
+    """The job variable `store` reaches the container as CASEFORGE_FANOUT_STORE (what caseforge.llm.worker reads),
+    filled in by Prefect's own templating (what a worker does with the pool's template and a run's variables)."""
+    from prefect.utilities.templating import apply_values
+
+    from caseforge.llm.worker import STORE_ENV
+
+    template = yaml.safe_load((DEPLOYMENTS / "gpu" / "k8s-job-template.yaml").read_text())
+    variables = template["variables"]["properties"]
+    assert variables["store"]["type"] == "string" and variables["store"]["default"] == ""
+    values = {**{name: spec["default"] for name, spec in variables.items() if "default" in spec},
+              "store": "s3://caseforge-shards/prod", "env": {"HF_HUB_OFFLINE": "1"}}
+    rendered = apply_values(template["job_configuration"], values)
+    container = rendered["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": STORE_ENV, "value": "s3://caseforge-shards/prod"}]
+    assert container["envFrom"] == [{"secretRef": {"name": "caseforge-store"}}]
+    assert rendered["env"] == {"HF_HUB_OFFLINE": "1"}    # the run's own environment, which the worker adds to the list
+    try:
+        from prefect_kubernetes.worker import KubernetesWorkerJobConfiguration
+    except ImportError:          # without the `workers` extra (make setup-workers), Prefect's part is all there is
+        return
+    configuration = KubernetesWorkerJobConfiguration.model_validate(rendered)
+    configuration._populate_env_in_manifest()
+    env = configuration.job_manifest["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": STORE_ENV, "value": "s3://caseforge-shards/prod"} in env
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in env
+
+
 def test_the_workers_extra_is_pinned_on_top_of_the_lock():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["workers"]
     workers, base = pins(ROOT / "requirements-workers.lock"), pins(ROOT / "requirements.lock")
