@@ -238,6 +238,7 @@ def test_a_step_fanned_out_through_s3_equals_it_in_process_even_when_a_worker_di
 pool = "{POOL}"
 deployment = "llm-shard/gpu"
 shards = {SHARDS}
+min_shard_requests = {CASES * CLAIMS_PER_CASE // (2 * SHARDS)}
 store = "s3://{s3_server.bucket}/{prefix}"
 poll_s = 0.5
 heartbeat_s = {HEARTBEAT_S}
@@ -365,3 +366,159 @@ def watch_and_kill_one_worker(orchestrator: subprocess.Popen, s3_server, prefix:
         time.sleep(0.2)
     out, err = orchestrator.communicate()
     pytest.fail(f"the fan-out ended before a worker could be killed mid-shard (done by: {done_by}):\n{err[-4000:]}")
+
+
+# --- warm starts (caseforge.flows.warm_worker) ---------------------------------------------------------------------
+WARM_POOL = "caseforge-test-warm"
+
+
+class EchoNumbers:
+    """The double's script for the echo prompt: {"value": n}, after `delay_s`."""
+
+    def __init__(self):
+        self.delay_s = 0.0
+
+    def __call__(self, body: dict, call_number: int):
+        number = int(re.search(r"Say the number (-?\d+)", body["messages"][-1]["content"]).group(1))
+        return chat_reply(json.dumps({"value": number}), delay_s=self.delay_s)
+
+
+@pytest.fixture(scope="module")
+def warm_pool(prefect_server, tmp_path_factory):
+    """A process pool with llm-shard deployed on it as `llm-shard/warm` (prefect.yaml's job environment) and one
+    warm worker (python -m caseforge.flows.warm_worker) in an empty folder with a HOME of its own, its model
+    endpoint a scripted double. Yields (server, the worker's process, the double's script, a shard store)."""
+    server = prefect_server
+    work = tmp_path_factory.mktemp("warm")
+    real = next(d for d in yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())["deployments"]
+                if d["name"] == "gpu")
+    config = {"name": "caseforge", "prefect-version": "3.8.8", "deployments": [{
+        "name": "warm", "entrypoint": real["entrypoint"], "pull": [], "parameters": {}, "tags": real["tags"],
+        "work_pool": {"name": WARM_POOL, "job_variables": {"env": real["work_pool"]["job_variables"]["env"]}}}]}
+    (work / "prefect.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    server.prefect("work-pool", "create", WARM_POOL, "--type", "process")
+    server.prefect("deploy", "--prefect-file", str(work / "prefect.yaml"), "--name", "warm", "--no-prompt")
+    script = EchoNumbers()
+    double = ScriptedOpenAIServerDouble(script).start()
+    home = work / "worker"
+    for folder in (home / "home", home / "tmp"):
+        folder.mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home / "home"), "TMPDIR": str(home / "tmp"), "LANG": "C.UTF-8",
+           "PREFECT_API_URL": server.env["PREFECT_API_URL"], "PREFECT_HOME": str(home / "home" / ".prefect"),
+           "DO_NOT_TRACK": "1", "PREFECT_WORKER_QUERY_SECONDS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+           "CASEFORGE_OPENAI_BASE_URL": double.base_url}
+    log = (server.home / "warm-worker.log").open("w")
+    worker = subprocess.Popen([sys.executable, "-m", "caseforge.flows.warm_worker", "--pool", WARM_POOL,
+                               "--name", "warm-worker"], cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    server.processes.append(worker)
+    deadline = time.monotonic() + 180
+    while "warm process" not in server.log("warm-worker") or "ready" not in server.log("warm-worker"):
+        assert worker.poll() is None and time.monotonic() < deadline, server.log("warm-worker")
+        time.sleep(0.5)
+    try:
+        yield server, worker, script, work / "store"
+    finally:
+        double.stop()
+        server.stop_process(worker)
+
+
+def submit_shard(server, store_folder: Path, numbers: range, name: str) -> tuple[str, "object"]:
+    """A shard of echo requests written to a folder store, submitted as a run of llm-shard/warm."""
+    sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))
+    from echo_prompts import Number, requests_for
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from caseforge.llm.shards import write_request_shards
+    from caseforge.store import open_store
+    from caseforge.warehouse import connect
+
+    store = open_store(store_folder / name)
+    [shard] = write_request_shards(connect(":memory:"), requests_for(numbers), "double-model", Number, 1, store)
+    with temporary_settings({PREFECT_API_URL: server.env["PREFECT_API_URL"]}):
+        run = run_deployment("llm-shard/warm", timeout=0, as_subflow=False, flow_run_name=name, parameters={
+            "step": "echo", "store": store.url, "shard": shard.name, "backend": "openai", "model": "double-model",
+            "options": {"structured": "none", "concurrency": 2, "batch_size": 2}, "max_attempts": 1})
+    return str(run.id), shard
+
+
+def wait_final(server, run_id: str, timeout_s: float = 180) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run = server.api("GET", f"/flow_runs/{run_id}").json()
+        if run["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            return run
+        assert time.monotonic() < deadline, (run["state_type"], server.log("warm-worker"))
+        time.sleep(0.5)
+
+
+def children_of(pid: int) -> set[int]:
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_of(int(p.name)) == pid}
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_warm_worker_runs_shard_after_shard_in_one_warm_process_and_replaces_it_after_a_kill(warm_pool):
+    """Each shard run is a launcher process the worker starts (its infrastructure pid) that hands the run to the
+    worker's warm process: the answers come from that one process, run after run. A cancelled run and a killed
+    launcher end the warm process with them (nothing goes on answering), and the next run gets a new one."""
+    from caseforge.llm.shards import read_rows
+
+    server, worker, script, store = warm_pool
+
+    def answered_by(shard) -> dict:
+        return read_rows(shard.store.get(shard.answers), shard.answers)[1]
+
+    first, second = (submit_shard(server, store, range(n, n + 6), f"warm-{n}") for n in (0, 10))
+    pids = []
+    for run_id, shard in (first, second):
+        run = wait_final(server, run_id)
+        assert run["state_type"] == "COMPLETED", server.log("warm-worker")
+        who = answered_by(shard)
+        assert who["worker"] == "warm-worker" and who["ppid"] == worker.pid    # the warm process, the worker's child
+        assert who["pid"] != int(run["infrastructure_pid"].rsplit(":", 1)[-1])  # not the launcher
+        assert read_rows(shard.store.get(shard.answers), "")[0].column("status").to_pylist() == ["ok"] * 6
+        pids.append(who["pid"])
+    assert pids[0] == pids[1]
+    warm = pids[0]
+
+    script.delay_s = 2.0                          # a run still answering when it is cancelled
+    run_id, shard = submit_shard(server, store, range(20, 40), "warm-cancelled")
+    deadline = time.monotonic() + 120
+    while server.api("GET", f"/flow_runs/{run_id}").json()["state_type"] != "RUNNING":
+        assert time.monotonic() < deadline, server.log("warm-worker")
+        time.sleep(0.3)
+    server.api("POST", f"/flow_runs/{run_id}/set_state",
+               json={"state": {"type": "CANCELLING", "message": "test cancels"}, "force": True})
+    assert wait_final(server, run_id)["state_type"] == "CANCELLED", server.log("warm-worker")
+    deadline = time.monotonic() + 30
+    while alive(warm):                               # the warm process that ran it is gone
+        assert time.monotonic() < deadline, "the warm process outlived its cancelled run"
+        time.sleep(0.3)
+    assert not shard.has_answers()
+
+    run_id, shard = submit_shard(server, store, range(40, 60), "warm-killed")
+    deadline = time.monotonic() + 120
+    while (run := server.api("GET", f"/flow_runs/{run_id}").json())["state_type"] != "RUNNING":
+        assert time.monotonic() < deadline, server.log("warm-worker")
+        time.sleep(0.3)
+    launcher = int(run["infrastructure_pid"].rsplit(":", 1)[-1])
+    [warm] = children_of(worker.pid) - {launcher}
+    os.kill(launcher, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while alive(warm):
+        assert time.monotonic() < deadline, "the warm process went on after its launcher was killed"
+        time.sleep(0.3)
+    assert wait_final(server, run_id)["state_type"] == "CRASHED"
+    assert not shard.has_answers()
+
+    script.delay_s = 0.0
+    run_id, shard = submit_shard(server, store, range(60, 64), "warm-after")
+    assert wait_final(server, run_id)["state_type"] == "COMPLETED", server.log("warm-worker")
+    assert answered_by(shard)["pid"] not in (pids[0], warm)
