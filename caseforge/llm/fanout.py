@@ -70,7 +70,7 @@ class FanoutSettings:
     pool: str
     deployment: str = "llm-shard/gpu"
     shards: int = 4
-    min_shard_requests: int = 1
+    min_shard_requests: int = 50
     store: str = ""
     store_endpoint_url: str = ""
     poll_s: float = 2.0

@@ -123,7 +123,7 @@ class ShardRunsDouble:
         self.runs[run_id].update(state=fanout.FAILED, message=f"crashed: {reason}")
 
 
-FAST = {"pool": "test-gpu", "shards": 4, "poll_s": 0.05, "heartbeat_s": 0.05, "stale_after_s": 0.6,
+FAST = {"pool": "test-gpu", "shards": 4, "min_shard_requests": 1, "poll_s": 0.05, "heartbeat_s": 0.05, "stale_after_s": 0.6,
         "start_timeout_s": 0.5, "no_worker_timeout_s": 0.5, "max_submissions": 3}
 
 
