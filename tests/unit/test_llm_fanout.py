@@ -395,8 +395,14 @@ class RealWorkerRuns(ShardRunsDouble):
         run_id = f"run-{len(self.submitted) + 1}"
         self.submitted.append((run_id, name, parameters))
         record = self.runs[run_id] = {"state": fanout.RUNNING, "message": "", "beats": 1}
+        stopped = threading.Event()
+
+        def beat():         # a live run beats while it works (a constant beat reads as a dead worker under load)
+            while not stopped.wait(0.05):
+                record["beats"] += 1
 
         def work():
+            threading.Thread(target=beat, daemon=True).start()
             try:
                 p = parameters
                 answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
@@ -404,6 +410,8 @@ class RealWorkerRuns(ShardRunsDouble):
                 record["state"] = fanout.COMPLETED
             except Exception as exc:                     # noqa: BLE001
                 record.update(state=fanout.FAILED, message=f"failed: {exc}")
+            finally:
+                stopped.set()
         threading.Thread(target=work, daemon=True).start()
         return run_id
 
