@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from caseforge.settings_tables import SettingsFile, key_elsewhere, known_keys
+from caseforge.settings_tables import RENAMED, SettingsFile, key_elsewhere, known_keys
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -364,7 +364,8 @@ def unknown_key(table_path: tuple[str, ...], key: str, known: Iterable[str], pat
     known = sorted(set(known))
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     elsewhere = key_elsewhere(key) if not close else None
-    hint = (f"; did you mean {close[0]}?" if close else f"; it belongs in {elsewhere}" if elsewhere else
+    renamed = RENAMED.get((*table_path, key))
+    hint = (f"; it is now {renamed}" if renamed else f"; did you mean {close[0]}?" if close else f"; it belongs in {elsewhere}" if elsewhere else
             f" (known: {', '.join(known)})" if known else "")
     where = f"[{_dotted(table_path)}] {_dotted((key,))}" if table_path else f"[{_dotted((key,))}]"
     return f"{_layer_holding((*table_path, key), path)}: unknown setting {where}{hint}"

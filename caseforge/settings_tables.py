@@ -14,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, field_validator
 # misspelt setting must not be ignored.
 UNKNOWN_KEYS = "forbid"
 
+# keys that were renamed: what a file that still has one is told
+RENAMED = {("fanout", "shard_dir"): "[fanout] store (a folder, or a URL such as s3://bucket/prefix: docs/llm.md, "
+                                    "Fan-out)"}
+
 ROLES = ("generator", "validator", "judge", "nli", "system")
 BACKENDS = ("replay", "openai", "llamacpp", "vllm")        # caseforge.llm.backends.REGISTRY's names
 Role = Literal[ROLES]
