@@ -30,6 +30,7 @@ from caseforge.run_record import end_run, start_run, stop_open_runs
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import RunStopped, stop_of
+from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
 from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql, table_exists
@@ -303,7 +304,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 outcomes.append(StageOutcome("export", name, "skipped", note="not released: " + "; ".join(
                     f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
                 continue
-            force = options.force or current_release(folder) is None
+            force = options.force or _no_release_yet(folder)
             running = [("export", name)]
             outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
                 con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force)))
@@ -361,6 +362,15 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         con.close()
 
 
+def _no_release_yet(folder: Path | str) -> bool:
+    """Whether the release at `folder` is still to be written (a store that cannot say: written again, and its
+    stage then says what is wrong with the store)."""
+    try:
+        return current_release(folder) is None
+    except StoreError:
+        return True
+
+
 def _links(settings: Settings, result: NightlyResult, release_dir: Path | str,
            releases: dict) -> dict[str, tuple[str, str]]:
     """What a person opens after a run: each release folder there is (on a store, the folder its pointer names),
@@ -368,7 +378,11 @@ def _links(settings: Settings, result: NightlyResult, release_dir: Path | str,
     plots)."""
     links = {}
     for name in sorted(releases):
-        where = current_release(child_url(release_dir, name))
+        try:
+            where = current_release(child_url(release_dir, name))
+        except StoreError as exc:        # a store gone since the export: no link, never a failed nightly
+            log.warning("nightly %s: no link to the %s release: %s", result.run_id, name, exc)
+            continue
         if where is not None:
             links[f"release-{name}"] = (where if isinstance(where, str) else where.resolve().as_uri(),
                                         f"release folder: {name}")

@@ -327,3 +327,24 @@ def test_the_nightly_flow_keeps_a_store_url_a_url():
     assert _release_location("s3://bucket/releases") == "s3://bucket/releases"
     assert _release_location("out/releases") == Path("out/releases")
     assert _release_location(None) is None
+
+
+def test_a_store_that_fails_after_the_check_fails_the_export_stage_not_the_nightly(warehouse, prefix, monkeypatch):
+    """The store refuses the credentials only once the run is under way (here: its check before the run is
+    skipped): the export stage fails, naming the store, the run is recorded failed, and nothing is linked."""
+    from caseforge.flows import registry
+
+    monkeypatch.setattr(nightly_runner, "prepare_store_release", lambda url, dataset: None)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    result = nightly_runner.run_nightly(warehouse, nightly_runner.NightlyOptions(release_dir=prefix), sources={},
+                                        builders={}, evaluations={}, releases={"scotus": registry.RELEASES["scotus"]},
+                                        plots={})
+    assert not result.ok
+    [export_stage] = [o for o in result.outcomes if o.stage == "export"]
+    assert export_stage.status == "failed"
+    assert any(f"store {prefix}/scotus" in f and "credentials were refused" in f for f in export_stage.failures)
+    assert "release-scotus" not in result.links
+    con = connect(warehouse.db_path, read_only=True)
+    assert con.execute("SELECT status FROM ops.runs WHERE kind = 'nightly'").fetchall() == [("failed",)]
+    assert con.execute("SELECT count(*) FROM curated.scotus_cases").fetchone() == (len(CASES),)
+    con.close()
