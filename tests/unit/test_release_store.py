@@ -348,3 +348,13 @@ def test_a_store_that_fails_after_the_check_fails_the_export_stage_not_the_night
     assert con.execute("SELECT status FROM ops.runs WHERE kind = 'nightly'").fetchall() == [("failed",)]
     assert con.execute("SELECT count(*) FROM curated.scotus_cases").fetchone() == (len(CASES),)
     con.close()
+
+
+def test_the_command_says_a_bad_store_in_one_line_on_its_own_stderr(warehouse, prefix, s3_env):
+    """As a user runs it (its own process, its own logging): wrong credentials are one line on stderr, without
+    the AWS libraries' own log lines around it."""
+    env = {**os.environ, **s3_env.env(), "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
+    done = subprocess.run([sys.executable, "-m", "caseforge", "export", "scotus", "--out", f"{prefix}/scotus",
+                           "--db", str(warehouse.db_path)], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2
+    assert "credentials were refused" in one_line(done.stderr)
