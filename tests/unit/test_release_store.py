@@ -358,3 +358,9 @@ def test_the_command_says_a_bad_store_in_one_line_on_its_own_stderr(warehouse, p
                            "--db", str(warehouse.db_path)], env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 2
     assert "credentials were refused" in one_line(done.stderr)
+
+
+def test_a_file_url_is_the_folder_it_names(warehouse, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert export(warehouse, f"file://{tmp_path / 'out' / 'scotus'}") == 0
+    assert (tmp_path / "out" / "scotus" / "MANIFEST.sha256").is_file() and not (tmp_path / "file:").exists()
