@@ -88,10 +88,12 @@ class NightlyTable(Table):
 
 
 class ReleaseTable(Table):
-    """The cutoff of every release's fresh split (caseforge/release/fresh.py)."""
+    """The cutoff of every release's fresh split (caseforge/release/fresh.py), and the endpoint of an
+    S3-compatible server releases are written to (caseforge/release/stored.py)."""
 
     fresh_after: str = ""
     fresh_months: int = 12
+    store_endpoint_url: str = ""
 
     @field_validator("fresh_after", mode="before")
     @classmethod
