@@ -1,8 +1,9 @@
 """Fan-out, the orchestrator's side: one LLM job answered by shard flow runs on a worker pool (`[fanout] pool`),
 merged into ops.llm_calls as each one finishes. The workers and this process share nothing but the Prefect API and
 a shard store (caseforge.store). The steps (store check, split, submit, watch, resubmit, merge) are in docs/llm.md,
-"Fan-out: shards on the GPU pool". This module imports no Prefect: the flows layer installs the `ShardRuns` that submits and watches flow
-runs (caseforge.flows.wiring.install()); with a pool configured and nothing installed, a job refuses to run.
+"Fan-out: shards on the GPU pool". This module imports no Prefect: the flows layer installs the `ShardRuns` that
+submits and watches flow runs (caseforge.flows.wiring.install()); with a pool configured and nothing installed, a
+job refuses to run.
 """
 from __future__ import annotations
 
