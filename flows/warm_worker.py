@@ -208,7 +208,20 @@ def _run_one(request: dict, fds: list[int]) -> int:
     except BaseException as exc:               # noqa: BLE001 - what the engine did not handle ends the run
         print(f"caseforge warm worker: the flow run ended with {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        _send_logs()
     return 0
+
+
+def _send_logs() -> None:
+    """What the run logged, sent to the server now, as a process of its own sends it when it exits: a failed run
+    ends this process at once (os._exit), and its reason must reach the orchestrator (flows/llm_shard.py)."""
+    from prefect.logging.handlers import APILogWorker
+
+    try:
+        APILogWorker.drain_all(timeout=5)
+    except Exception:                           # noqa: BLE001 - the run's own exit code still says how it ended
+        pass
 
 
 def _end_with_parent() -> None:
