@@ -229,3 +229,49 @@ def test_barexam_bad_lines(samples_dir, tmp_path, db_path):
     (folder / "barexam_qa.csv").write_bytes(bad._csv(records[:11]) + b"mbe_bad,too,few\n" + bad._csv(records[11:]))
     first, quarantined, again, after = twice(barexam.refresh, db_path, from_dir=str(folder))
     assert_known_the_second_time(first, quarantined, again, after, records=2)
+
+
+# ---- the nightly on samples, and `caseforge status` ----
+
+@pytest.mark.slow
+def test_a_night_with_only_known_problems_is_green_and_its_summary_and_status_name_them(samples_dir, tmp_path,
+                                                                                         capsys):
+    from oyez_subset import link_oyez_subset
+    from prefect.client.orchestration import get_client
+
+    from caseforge import cli
+    from caseforge.flows import nightly_runner, registry
+
+    root = link_oyez_subset(samples_dir, tmp_path / "samples", 5, 20)
+    bad = sorted((samples_dir / "oyez" / "cases").glob("*.json"))[5]
+    data = json.loads(bad.read_bytes())
+    data["name"] = None                                   # the gate quarantines a case without a name
+    (root / "oyez" / "cases" / bad.name).write_text(json.dumps(data))
+    cn_dumps(samples_dir, root / "cn")
+    stages_of = {"sources": {name: registry.SOURCES[name] for name in ("oyez", "cn")},
+                 "builders": {}, "evaluations": {}, "releases": {}}
+    settings = Settings(db_path=tmp_path / "cf.duckdb")
+    options = nightly_runner.NightlyOptions(from_samples=True, samples_dir=root, release_dir=tmp_path / "releases")
+    with get_client(sync_client=True) as client:       # Prefect's temporary server up before the source threads
+        client.api_healthcheck()
+
+    first = nightly_runner.run_nightly(settings, options, **stages_of)
+    assert not first.ok and len(first.failures()) == 3, first.failures()
+    quarantined = _table(settings.db_path, QUARANTINE)
+
+    second = nightly_runner.run_nightly(settings, options, **stages_of)
+    assert second.ok, second.failures()
+    sources = {o.name: o for o in second.outcomes}
+    assert sources["oyez"].counts["payloads_parsed"] == 0 and sources["cn"].counts["payloads_parsed"] == 0
+    assert (sources["oyez"].counts["known_problems"], sources["cn"].counts["known_problems"]) == (1, 2)
+    assert _table(settings.db_path, QUARANTINE) == quarantined
+    summary = (second.run_dir / "summary.md").read_text()
+    assert summary.startswith(f"# Nightly run {second.run_id}: all stages ok"), summary[:200]
+    assert "## Known problems" in summary
+    assert "source oyez: known problems: 1 record in 1 payload, since run" in summary, summary
+    assert "source cn: known problems: 2 records in 1 payload, since run" in summary, summary
+
+    assert cli.main(["status", "--db", str(settings.db_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cn: known problems: 2 records in 1 payload, since run" in out, out
+    assert "oyez: known problems: 1 record in 1 payload, since run" in out, out
