@@ -133,6 +133,14 @@ class RawArchive:
         return None if row is None else self._payload(row)
 
 
+def limits_fingerprint() -> str:
+    """The limits a parser refuses an input by (Settings.max_mb_*, max_elements_*, max_parse_s_*, max_zip_ratio),
+    as one string: a payload refused by one is tried again when they change (ParsedPayloads)."""
+    settings = load_settings()
+    return " ".join(f"{name}={getattr(settings, name)}" for name in sorted(Settings.model_fields)
+                    if name.startswith(("max_mb_", "max_elements_", "max_parse_s_", "max_zip_ratio")))
+
+
 def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
     """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
     database = database_file(con)
@@ -174,16 +182,17 @@ class ParsedPayloads:
 
     `parser` names the parser and its version, plus any option that changes the rows it makes (a changed
     version forces a parse); `reparse` parses everything (`--reparse`). `table` is the curated table whose
-    `raw_sha256` column says which payload each row came from; its gate suite (and those of `gated`, other
-    tables the same payloads feed) is fingerprinted: a payload with quarantined records is tried again when a
-    suite changed."""
+    `raw_sha256` column says which payload each row came from. What judged the records is fingerprinted: the
+    table's gate suite (and those of `gated`, other tables the same payloads feed) and the limits a parser
+    refuses an input by (size, elements, parse time, zip ratio): a payload with quarantined records is tried
+    again when one of them changed (a suite fixed, a limit raised)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, source: str, parser: str, table: str, reparse: bool = False,
                  gated: tuple[str, ...] = ()):
         from caseforge.gate import suite_fingerprint
 
         self.con, self.source, self.parser, self.table, self.reparse = con, source, parser, table, reparse
-        self.suite = suite_fingerprint(table, *gated)
+        self.checks = hashlib.sha256(f"{suite_fingerprint(table, *gated)} {limits_fingerprint()}".encode()).hexdigest()
 
     def _with(self, name: str, rows: list[tuple], columns: list[str], statement: str, params: dict):
         import pandas as pd
@@ -204,8 +213,8 @@ class ParsedPayloads:
         plan = ParsePlan([], {}, set())
         known_records, known_payloads, since = 0, 0, None
         for payload in payloads:
-            records, present, quarantined, problems_since, suite = found[(payload.key, payload.sha256)]
-            retry = self.reparse or (quarantined and suite != self.suite)
+            records, present, quarantined, problems_since, checks = found[(payload.key, payload.sha256)]
+            retry = self.reparse or (quarantined and checks != self.checks)
             if records is not None and not retry:
                 plan.skipped[payload.key] = int(records)
                 if quarantined:
@@ -232,25 +241,27 @@ class ParsedPayloads:
             return
         run_sql(self.con, "ops/quarantine_seen.sql")
         self._with("_loaded", rows, ["key", "sha256", "records"], "ops/record_parsed_payloads.sql",
-                   {"source": self.source, "parser": self.parser, "run_id": run_id, "suite": self.suite})
+                   {"source": self.source, "parser": self.parser, "run_id": run_id, "checks": self.checks})
         if report is not None:
             [(payloads,)] = self._with("_loaded", rows, ["key", "sha256", "records"], "ops/known_loaded_payloads.sql",
                                        {"run_id": run_id})
             if payloads:
                 report.add(KNOWN_PAYLOADS, int(payloads))
 
-    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, report=None) -> None:
+    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, report=None,
+                     provisional: set[str] = frozenset()) -> None:
         """Settle the payloads a batch parsed: `rows` what it sent to the gate (a frame or row dicts; their
         raw_sha256 says whose), `outcome` the gate's LoadOutcome (None: nothing reached it, or a list of them:
         the batch went to the gate in parts). Every parsed payload is recorded, with what it quarantined, except
-        those of a rejected batch."""
+        those of a rejected batch and the `provisional` ones (hashes of payloads judged on something outside
+        them that may still change, such as a body judged without its metadata row): tried again next run."""
         if hasattr(rows, "columns"):
             shas = rows["raw_sha256"] if "raw_sha256" in rows.columns else []
         else:
             shas = (row["raw_sha256"] for row in rows)
         records = Counter(shas)
         outcomes = outcome if isinstance(outcome, list) else [outcome]
-        rejected = set().union(*(o.rejected_sha256 for o in outcomes if o is not None))
+        rejected = set(provisional).union(*(o.rejected_sha256 for o in outcomes if o is not None))
         self.settle(run_id, {p: records.get(p.sha256, 0) for p in plan.parse if p.sha256 not in rejected},
                     [p for p in plan.parse if p.sha256 in rejected], report)
 

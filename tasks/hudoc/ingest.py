@@ -218,7 +218,7 @@ def judgment_doctypes(con, itemids: list[str]) -> dict[str, str]:
 
 
 def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport,
-               doctypes: dict[str, str] | None = None) -> list[dict] | None:
+               doctypes: dict[str, str] | None = None, provisional: set[str] | None = None) -> list[dict] | None:
     """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
     limit, unreadable, badly numbered, garbled or cut short. `doctypes`: the batch's (judgment_doctypes), else
     the body's metadata row is looked up."""
@@ -229,16 +229,18 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
-            return accept_body(con, run_id, itemid, payload, parsed, report, doctypes)
+            return accept_body(con, run_id, itemid, payload, parsed, report, doctypes, provisional)
     quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,
                        "hudoc", counter="documents_quarantined")
     return None
 
 
 def accept_body(con, run_id: int, itemid: str, payload: Payload, parsed, report: StageReport,
-                doctypes: dict[str, str] | None = None) -> list[dict] | None:
+                doctypes: dict[str, str] | None = None, provisional: set[str] | None = None) -> list[dict] | None:
     """The paragraph rows of a body that parsed, or None (quarantined with the reason) when they cannot be
-    trusted: badly numbered, garbled or cut short."""
+    trusted: badly numbered, garbled or cut short. A body found cut short without its metadata row (checked as a
+    judgment) is judged provisionally: its hash goes into `provisional` (the ledger tries it again next run,
+    when its metadata may say it is a decision)."""
     doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
     if doctype is None:
         report.add("bodies_without_metadata")
@@ -246,6 +248,8 @@ def accept_body(con, run_id: int, itemid: str, payload: Payload, parsed, report:
     problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
         [p for p in parsed.problems if p.startswith("garbled text")] + \
         body_problems(doctype, parsed, numbering_ok=not numbering)
+    if doctype is None and provisional is not None and body_problems(doctype, parsed, numbering_ok=not numbering):
+        provisional.add(payload.sha256)
     if problems:
         quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, "; ".join(problems), payload.sha256),
                            report, "hudoc", counter="documents_quarantined")
@@ -300,12 +304,14 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
         payloads = {itemid: payload for (itemid, _, _), (payload, _) in zip(batch, stored)}
         doctypes = judgment_doctypes(con, list(payloads))
         rows: list[dict] = []
+        provisional: set[str] = set()
         for itemid, payload in payloads.items():
-            rows += parse_body(con, run_id, itemid, payload, report, doctypes) or []
+            rows += parse_body(con, run_id, itemid, payload, report, doctypes, provisional) or []
             progress.step(1)
         remade = {p.sha256 for p in payloads.values()} & plan.remade
         outcome = load_paragraphs(con, run_id, rows, report, remake=bool(remade))
-        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, report)
+        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, report,
+                            provisional)
     progress.close()
 
 

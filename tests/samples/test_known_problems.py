@@ -73,6 +73,21 @@ def test_cn_the_issues_case_a_dump_with_a_bad_record_is_not_parsed_again(samples
     assert _table(db_path, "SELECT status FROM ops.runs ORDER BY run_id") == [("quarantined",), ("succeeded",)]
 
 
+def case_years_from(monkeypatch, year: int) -> None:
+    """The gate's cn_judgments suite with case_year allowed from `year` on (a changed suite)."""
+    real = gate.load_suite_json
+
+    def changed(table):
+        suite = real(table)
+        if table == cn.TABLE:
+            for expectation in suite["expectations"]:
+                if expectation["kwargs"].get("column") == "case_year":
+                    expectation["kwargs"]["min_value"] = year
+        return suite
+
+    monkeypatch.setattr(gate, "load_suite_json", changed)
+
+
 def test_reparse_and_a_changed_suite_try_known_problems_again_without_a_second_row(samples_dir, tmp_path, db_path,
                                                                                    monkeypatch):
     folder = tmp_path / "dumps"
@@ -87,17 +102,7 @@ def test_reparse_and_a_changed_suite_try_known_problems_again_without_a_second_r
     assert _table(db_path, QUARANTINE) == quarantined, "--reparse added a quarantine row twice"
 
     # a changed suite (here: another case_year range) tries the dump holding the known problem again, not the other
-    real = gate.load_suite_json
-
-    def widened(table):
-        suite = real(table)
-        if table == cn.TABLE:
-            for expectation in suite["expectations"]:
-                if expectation["kwargs"].get("column") == "case_year":
-                    expectation["kwargs"]["min_value"] = 1900
-        return suite
-
-    monkeypatch.setattr(gate, "load_suite_json", widened)
+    case_years_from(monkeypatch, 1900)
     changed = cn.refresh(Settings(db_path=db_path), from_dir=str(folder))
     assert changed.counts["payloads_parsed"] == 1 and changed.counts["payloads_unchanged"] == 1, changed.counts
     assert changed.ok, changed.failures                     # the judgment of 1937 lands now; the broken line is known
@@ -108,15 +113,7 @@ def test_reparse_and_a_changed_suite_try_known_problems_again_without_a_second_r
     assert settled.counts["payloads_parsed"] == 0 and settled.counts["known_problems"] == 1, settled.counts
 
     # a suite change that refuses the record for another reason: a new problem, quarantined and failed
-    def narrowed(table):
-        suite = real(table)
-        if table == cn.TABLE:
-            for expectation in suite["expectations"]:
-                if expectation["kwargs"].get("column") == "case_year":
-                    expectation["kwargs"]["min_value"] = 1950
-        return suite
-
-    monkeypatch.setattr(gate, "load_suite_json", narrowed)
+    case_years_from(monkeypatch, 1950)
     stricter = cn.refresh(Settings(db_path=db_path), from_dir=str(folder))
     assert stricter.status == "quarantined" and stricter.counts["quarantined"] == 1, stricter.counts
     assert len(_table(db_path, QUARANTINE)) == len(quarantined) + 1
@@ -186,13 +183,22 @@ def test_oyez_a_case_the_gate_quarantines(samples_dir, tmp_path, db_path):
     assert_known_the_second_time(first, quarantined, again, after, records=1)
 
 
-def test_hudoc_a_body_without_its_operative_part(samples_dir, tmp_path, db_path):
+@pytest.mark.parametrize("with_metadata", [True, False])
+def test_hudoc_bodies_cut_short_or_unreadable(samples_dir, tmp_path, db_path, with_metadata):
     import test_hudoc_bad_input as bad
 
     folder = bad._folder(samples_dir, tmp_path, {"html/001-192224.html": bad._truncated_garbled(samples_dir),
                                                  "docx/001-999999.docx": bad._docx_without_body()})
+    if with_metadata:
+        bad._known(db_path, list(bad.BODIES) + ["001-192224", "001-999999"])
     first, quarantined, again, after = twice(hudoc.refresh, db_path, from_dir=str(folder))
-    assert_known_the_second_time(first, quarantined, again, after, records=2)
+    if with_metadata:
+        assert_known_the_second_time(first, quarantined, again, after, records=2)
+        return
+    # a body found cut short without its metadata row is judged as a judgment, provisionally: it is read again
+    # (its metadata may come and say it is a decision), and its problem is still known, not quarantined again
+    assert again.ok and again.counts["payloads_parsed"] == 1, (again.counts, again.failures)
+    assert again.counts["known_problems"] == 2 and after == quarantined, again.counts
 
 
 def test_hudoc_a_malformed_metadata_record(samples_dir, tmp_path, db_path):
@@ -275,3 +281,19 @@ def test_a_night_with_only_known_problems_is_green_and_its_summary_and_status_na
     out = capsys.readouterr().out
     assert "cn: known problems: 2 records in 1 payload, since run" in out, out
     assert "oyez: known problems: 1 record in 1 payload, since run" in out, out
+
+
+def test_a_raised_limit_tries_a_refused_payload_again(samples_dir, tmp_path, db_path, monkeypatch):
+    import test_hudoc_bad_input as bad
+
+    folder = bad._folder(samples_dir, tmp_path)
+    bad._known(db_path, list(bad.BODIES))
+    monkeypatch.setenv("CASEFORGE_MAX_ELEMENTS_HUDOC_BODY", "10")
+    first, quarantined, again, after = twice(hudoc.refresh, db_path, from_dir=str(folder))
+    assert all("over the hudoc body limit" in row[3] for row in quarantined) and len(quarantined) == 3, quarantined
+    assert_known_the_second_time(first, quarantined, again, after, records=3)
+
+    monkeypatch.delenv("CASEFORGE_MAX_ELEMENTS_HUDOC_BODY")
+    raised = hudoc.refresh(Settings(db_path=db_path), from_dir=str(folder))
+    assert raised.ok and raised.counts["payloads_parsed"] == 3, (raised.counts, raised.failures)
+    assert _table(db_path, "SELECT count(*) FROM curated.echr_paragraphs") == [(bad.PARAGRAPHS,)]
