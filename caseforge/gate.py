@@ -235,7 +235,8 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
 def keep_quarantined(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> list[tuple[bool, int | None]]:
     """Write quarantine rows (run_id, table, source_key, stage, reason, row_data, raw_sha256, quarantined_at) to
     ops.quarantine, except those whose identity (table, payload, record, stage, reason) it already holds: a known
-    problem, found again by a re-parse, is not added twice. Returns for each row whether it was known and the run
+    problem, found again by a re-parse, is not added twice (two new rows of one call that share an identity, such as
+duplicate keys of a rejected batch, are both written). Returns for each row whether it was known and the run
     that first quarantined it (None for a new one). A row without a payload (a failed fetch) has no identity: it
     is always written. Every row with a payload is also noted for the ledger (ops/quarantine_seen.sql)."""
     known: dict[int, int | None] = {}
@@ -248,16 +249,8 @@ def keep_quarantined(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> list[
                      if found}
         finally:
             con.unregister("_quarantine")
-    new, identities, seen = [], set(), []
-    for i, row in enumerate(rows):
-        identity = (row[1], row[2], row[3], row[4], row[6])
-        if row[6] is not None:
-            if identity in identities:
-                continue                             # the same record twice in one call: kept and noted once
-            identities.add(identity)
-            seen.append((row[0], row[6], known[i] if i in known else row[0]))
-        if i not in known:
-            new.append(row)
+    new = [row for i, row in enumerate(rows) if i not in known]
+    seen = [(row[0], row[6], known[i] if i in known else row[0]) for i, row in enumerate(rows) if row[6] is not None]
     if new:
         con.executemany(sql_text("ops/quarantine_row.sql"), new)
     if seen:
