@@ -236,7 +236,7 @@ def keep_quarantined(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> list[
     """Write quarantine rows (run_id, table, source_key, stage, reason, row_data, raw_sha256, quarantined_at) to
     ops.quarantine, except those whose identity (table, payload, record, stage, reason) it already holds: a known
     problem, found again by a re-parse, is not added twice (two new rows of one call that share an identity, such as
-duplicate keys of a rejected batch, are both written). Returns for each row whether it was known and the run
+    duplicate keys of a rejected batch, are both written). Returns for each row whether it was known and the run
     that first quarantined it (None for a new one). A row without a payload (a failed fetch) has no identity: it
     is always written. Every row with a payload is also noted for the ledger (ops/quarantine_seen.sql)."""
     known: dict[int, int | None] = {}
