@@ -17,6 +17,7 @@ import sys
 from typing import Iterable
 
 from caseforge.errors import CommandFailed
+from caseforge.stage_report import known_problems_of
 
 __all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_entry_subcommands",
            "add_format_option",
@@ -258,6 +259,10 @@ def run_flow(flow, summary_to=None, **kwargs) -> dict:
     report = flow_report(flow.name, state)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
     print(f"{report['name']} (run {report['run_id']}): {counts}", file=summary_to or sys.stdout)
+    known = known_problems_of(report["counts"])
+    if known:
+        print(f"{report['name']}: {known} (not failures: unchanged since; --reparse tries them again)",
+              file=summary_to or sys.stdout)
     if not state.is_completed():
         reasons = report["failures"] or [state.message or "failed"]
         if len(reasons) > MAX_REASONS_PRINTED:

@@ -13,6 +13,7 @@ from caseforge.artifacts import publish_link, publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
+from caseforge.stage_report import known_problems_of
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
-                   "llm_calls", "cache_hits", "duration_s", "note"]
+                   "known_problems", "llm_calls", "cache_hits", "duration_s", "note"]
 QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected",
                    "batches"]
 
@@ -50,12 +51,26 @@ def verdict(result) -> str:
     return f"{said}, {NOTHING_REBUILT}" if not result.rebuilt() else said
 
 
+def known_problem_lines(result) -> list[str]:
+    """'source cn: known problems: 1 record in 1 payload, since run 3', one per stage that counted any."""
+    lines = []
+    for outcome in result.outcomes:
+        known = known_problems_of(outcome.counts)
+        if known:
+            lines.append(f"{outcome.stage} {outcome.name}: {known}")
+    return lines
+
+
 def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None) -> str:
     """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md)."""
     parts = [f"# Nightly run {result.run_id}: {verdict(result)}", "",
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
         parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
+    known = known_problem_lines(result)
+    if known:
+        parts += ["## Known problems (quarantined before, unchanged since: not failures of this run)", ""] + \
+            [f"- {line}" for line in known] + [""]
     parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
     if result.links:
         parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in

@@ -28,7 +28,7 @@ from caseforge.release import NothingToRelease
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
 from caseforge.settings import Settings, load_settings
-from caseforge.stage_report import StageReport
+from caseforge.stage_report import KNOWN, StageReport
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
@@ -58,6 +58,7 @@ class StageOutcome:
             "stage": self.stage, "name": self.name, "status": self.status,
             "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
             "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
+            "known_problems": c.get(KNOWN, 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
             "duration_s": round(self.duration_s, 2),
             "note": "; ".join([*self.failures[:3], *([self.note] if self.note else [])]),
