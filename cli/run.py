@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_nightly_command(args: argparse.Namespace) -> int:
     from caseforge.flows.nightly import nightly_refresh
-    from caseforge.flows.nightly_report import NOTHING_REBUILT, PROBLEM_COLUMNS, problems_once
+    from caseforge.flows.nightly_report import MAX_PROBLEMS_LISTED, NOTHING_REBUILT, PROBLEM_COLUMNS, problems_once
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     for name in sources or ():
@@ -54,6 +54,9 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     if problems:
         print(f"\nProblems ({len(data['failures'])}; each rule a record broke, beside the value that broke it):")
         print_rows(PROBLEM_COLUMNS, problems_once(problems), "table")
+        if len(data["failures"]) > MAX_PROBLEMS_LISTED:
+            print(f"…and {len(data['failures']) - MAX_PROBLEMS_LISTED} more problems, not listed here "
+                  "(`caseforge sql` on ops.quarantine)")
     print(f"summary: {data['run_dir']}/summary.md")
     if state.is_completed():
         return 0

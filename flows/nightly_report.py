@@ -65,35 +65,42 @@ def _rule_column(rule: str) -> str | None:
         return None
 
 
-def _quarantined_row(con: duckdb.DuckDBPyConnection, run_id: int, table: str, key: str) -> dict:
-    found = run_sql(con, "ops/quarantined_row_data.sql", [table, key, run_id]).fetchone()
-    try:
-        data = json.loads(found[0]) if found and found[0] else {}
-    except ValueError:
+def _quarantined_rows(con: duckdb.DuckDBPyConnection, run_id: int, records: list[tuple[str, str]]) -> dict:
+    """(table, key) -> the row data of that record as the night quarantined it ({} when none is kept)."""
+    if not records:
         return {}
-    return data if isinstance(data, dict) else {}
+    found = {}
+    for table, key, row_data in run_sql(con, "ops/quarantined_row_data.sql",
+                                        [sorted({f"{t} {k}" for t, k in records}), run_id]).fetchall():
+        try:
+            data = json.loads(row_data) if row_data else {}
+        except ValueError:
+            data = {}
+        found[(table, key)] = data if isinstance(data, dict) else {}
+    return found
 
 
-def problem_rows(con: duckdb.DuckDBPyConnection, result) -> list[dict]:
-    """Each problem of the night once (PROBLEM_COLUMNS), one row per rule it broke: a row the gate quarantined
-    is named by its table and key, each rule beside the value that broke it (read back from ops.quarantine);
-    any other problem is its reason."""
+MAX_PROBLEMS_LISTED = 200      # problems listed by name in summary.md, the artifact and the command's table
+
+
+def problem_rows(con: duckdb.DuckDBPyConnection, result, limit: int = MAX_PROBLEMS_LISTED) -> list[dict]:
+    """The night's first `limit` problems, each once (PROBLEM_COLUMNS), one row per rule it broke: a row the
+    gate quarantined is named by its table and key, each rule beside the value that broke it (read back from
+    ops.quarantine); any other problem is its reason."""
+    problems = [(f"{o.stage} {o.name}", reason, _RECORD.fullmatch(reason))
+                for o in result.outcomes if o.failed for reason in o.failures or [o.status]][:limit]
+    quarantined = _quarantined_rows(con, result.run_id, [(f["table"], f["key"]) for _, _, f in problems if f])
     rows = []
-    for o in result.outcomes:
-        if not o.failed:
+    for stage, reason, found in problems:
+        if found is None:
+            rows.append({"stage": stage, "record": "", "rule": reason, "text": ""})
             continue
-        stage = f"{o.stage} {o.name}"
-        for reason in o.failures or [o.status]:
-            found = _RECORD.fullmatch(reason)
-            if found is None:
-                rows.append({"stage": stage, "record": "", "rule": reason, "text": ""})
-                continue
-            data = _quarantined_row(con, result.run_id, found["table"], found["key"])
-            record = f"{found['table']} {found['key_column']}={found['key']}"
-            for rule in re.split(r"; (?=expect_)", found["rules"]):
-                column = _rule_column(rule)
-                text = quoted(data[column]) if column in data and data[column] is not None else ""
-                rows.append({"stage": stage, "record": record, "rule": rule, "text": text})
+        data = quarantined.get((found["table"], found["key"]), {})
+        record = f"{found['table']} {found['key_column']}={found['key']}"
+        for rule in re.split(r"; (?=expect_)", found["rules"]):
+            column = _rule_column(rule)
+            text = quoted(data[column]) if column in data and data[column] is not None else ""
+            rows.append({"stage": stage, "record": record, "rule": rule, "text": text})
     return rows
 
 
@@ -124,9 +131,6 @@ def verdict(result) -> str:
     return f"{said}, {NOTHING_REBUILT}" if not result.rebuilt() else said
 
 
-MAX_PROBLEM_ROWS = 200          # rows of the problems table in summary.md (ops.quarantine has them all)
-
-
 def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None,
                      problems: list[dict] | None = None) -> str:
     """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md).
@@ -136,11 +140,11 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
     if result.failures():
         if problems is None:
             problems = [{"stage": line.split(": ", 1)[0], "record": "", "rule": line.split(": ", 1)[-1], "text": ""}
-                        for line in result.failures()]
-        shown = problems_once(problems)
-        parts += ["## Problems", "", md_table(PROBLEM_COLUMNS, shown[:MAX_PROBLEM_ROWS]), ""]
-        if len(shown) > MAX_PROBLEM_ROWS:
-            parts += [f"…and {len(shown) - MAX_PROBLEM_ROWS} more rows (`caseforge sql` on ops.quarantine)", ""]
+                        for line in result.failures()[:MAX_PROBLEMS_LISTED]]
+        parts += ["## Problems", "", md_table(PROBLEM_COLUMNS, problems_once(problems)), ""]
+        if len(result.failures()) > MAX_PROBLEMS_LISTED:
+            parts += [f"…and {len(result.failures()) - MAX_PROBLEMS_LISTED} more problems, not listed here "
+                      "(`caseforge sql` on ops.quarantine)", ""]
     parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
     if result.links:
         parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in
