@@ -57,7 +57,8 @@ class StageOutcome:
             "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
             "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
-            "duration_s": round(self.duration_s, 2), "problems": len(self.failures or ([self.status] if self.failed else [])),
+            "duration_s": round(self.duration_s, 2),
+            "problems": len(self.failures or ([self.status] if self.failed else [])),
             "note": self.note,              # the problems themselves: each once, in the summary's own list
         }
 
