@@ -163,9 +163,16 @@ class _NoExceptionRecords(logging.Filter):
 _QUIET = _NoExceptionRecords()
 
 
+# A run's Failed state as Prefect logs it, whose message goes on past its count of problems ("builder x
+# quarantined: 2 problems, first: ...; last: ...", "nightly 3: 2 stage(s) failed (...), 5 problem(s): ...").
+_FAILED_WITH_PROBLEMS = re.compile(r"(Finished in state Failed\((['\"]).*?\b\d+ problem(?:s|\(s\))?)[:,] .*(\2\))",
+                                   re.S)
+
+
 class _WithoutTraceback(logging.Formatter):
-    """A terminal handler's formatter minus the traceback: the record itself is left whole, so Prefect's
-    API handler (the run log in the UI) still gets it."""
+    """A terminal handler's formatter minus the traceback, and minus the problems a Failed state's message
+    lists after their count (the command lists each once at its end): the record itself is left whole, so
+    Prefect's API handler (the run log in the UI) still gets it."""
 
     def __init__(self, inner: logging.Formatter):
         super().__init__()
@@ -175,6 +182,11 @@ class _WithoutTraceback(logging.Formatter):
         if record.exc_info or record.exc_text or record.stack_info:
             record = logging.makeLogRecord(record.__dict__)
             record.exc_info = record.exc_text = record.stack_info = None
+        if record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+            message = record.getMessage()
+            shorter = _FAILED_WITH_PROBLEMS.fullmatch(message)
+            if shorter is not None:
+                record = logging.makeLogRecord({**record.__dict__, "msg": shorter[1] + shorter[3], "args": ()})
         return self.inner.format(record)
 
 

@@ -28,8 +28,11 @@ def stage_state(outcome: StageOutcome):
     quarantined), so the task run shows Failed in the UI while the nightly goes on with the others."""
     if not outcome.failed:
         return outcome
-    reasons = outcome.failures or [outcome.status]
-    summary = reasons[0] if len(reasons) == 1 else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}"
+    reasons = outcome.failures
+    if not reasons:
+        return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}", outcome)
+    summary = (f"1 problem: {reasons[0]}" if len(reasons) == 1
+               else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}")
     return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {summary}", outcome)
 
 
@@ -91,7 +94,7 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
     way to choose models, caps and fan-out). `reparse`: every source parses all its payloads again, also
     those its parser version already loaded (after a parser fix that kept its version)."""
-    from caseforge.flows.nightly_report import publish_artifacts, quality_rows
+    from caseforge.flows.nightly_report import problem_rows, publish_artifacts, quality_rows
 
     warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
@@ -100,9 +103,10 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     with overriding(settings):
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
-        publish_artifacts(result, quality_rows(con))
+        problems = problem_rows(con, result)
+        publish_artifacts(result, quality_rows(con), problems)
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
-    data = result.to_dict()
+    data = {**result.to_dict(), "problems": problems}
     if result.ok:
         return Completed(message=f"nightly {result.run_id}: ok", data=data)
     failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]

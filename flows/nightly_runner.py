@@ -61,7 +61,8 @@ class StageOutcome:
             "known_problems": c.get(KNOWN, 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
             "duration_s": round(self.duration_s, 2),
-            "note": "; ".join([*self.failures[:3], *([self.note] if self.note else [])]),
+            "problems": len(self.failures or ([self.status] if self.failed else [])),
+            "note": self.note,              # the problems themselves: each once, in the summary's own list
         }
 
 
