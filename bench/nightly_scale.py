@@ -35,9 +35,10 @@ memory of each (the nightly's ru_maxrss; the server's VmHWM, reset before each n
 source (files read minus `payloads_unchanged`); records quarantined and quarantine rows added; LLM calls;
 exit status; database, archive and mirror size. The warehouse file's write lock, sampled every 10 ms with
 fcntl F_GETLK (which asks, holds nothing, so the sampler never blocks the writer): the time the writer held
-it, in how many holds, the longest. Every `--readers-every` seconds a `caseforge sql` reader asks the
-warehouse a question, as a user would during a night: its wall seconds, and whether the warehouse or the
-Parquet mirror answered. Then the ratios the targets are about: unchanged / first (target ≤ 10%), 1% → full /
+it, in how many holds, the longest; the time readers held it, and how often the night's writer found it held
+and waited (its log line). Every `--readers-every` seconds a `caseforge sql` reader asks the warehouse a
+question, as a user would during a night: its wall seconds, and whether the warehouse or the Parquet mirror
+answered. Then the ratios the targets are about: unchanged / first (target ≤ 10%), 1% → full /
 1% → empty (target ≤ 1.3×), the peak memory of the 1% nights (flat in what is stored), and the moonshot
 (a 1% night at real size under 2 CPU-minutes, models excluded).
 """
@@ -495,6 +496,8 @@ def run_night(name: str, db: Path, samples_root: Path, env: dict, readers_every_
              "server_peak_mb": peak_mb_of(pid), "lock_holds": watch.holds, "lock_reader_s": watch.reader_s,
              "readers": readers.answers, "log": str(log)}
     night["cpu_s"] = night["nightly_cpu_s"] + night["server_cpu_s"]
+    # a writer that finds the file held logs one line and waits (caseforge.warehouse.connect)
+    night["writer_waits"] = log.read_text(encoding="utf-8", errors="replace").count("(CASEFORGE_BUSY_WAIT_S)")
     night.update(read_night(db))
     files = payload_files(samples_root)
     night["payloads_read"] = files
@@ -630,8 +633,9 @@ def print_nights(nights: list[dict], server_start: dict) -> None:
               f"{n['db_mb']:,.0f} / {n['archive_mb']:,.0f} / {n['mirror_mb']:,.0f} |")
     print()
     print("| night | writer held the file s | share of wall | holds | longest hold s | readers: answered by "
-          "warehouse / mirror / error | reader wall s: median, longest | stages not succeeded |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "warehouse / mirror / error | reader wall s: median, longest | readers held the file s | "
+          "writer waited for a holder | stages not succeeded |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n in nights:
         holds = n["lock_holds"]
         walls = sorted(r["wall_s"] for r in n["readers"])
@@ -641,7 +645,7 @@ def print_nights(nights: list[dict], server_start: dict) -> None:
                              if s["status"] not in ("succeeded", "skipped")) or "none"
         print(f"| {n['night']} | {sum(holds):.1f} | {sum(holds) / n['wall_s']:.0%} | {len(holds)} | "
               f"{max(holds, default=0):.1f} | {by['warehouse']} / {by['mirror']} / {by['error']} | {median} | "
-              f"{problems} |")
+              f"{n['lock_reader_s']:.1f} | {n['writer_waits']} | {problems} |")
     errors = [(n["night"], r["note"]) for n in nights for r in n["readers"] if r["from"] == "error"]
     if errors:
         print()
