@@ -67,21 +67,10 @@ import duckdb
 
 HERE = Path(__file__).resolve().parent
 CASEFORGE = Path(sys.executable).with_name("caseforge")
-REAL_SIZES = {"oyez": 3300, "hudoc": 25000, "cn": 50000}
-QUICK_SIZES = {"oyez": 8, "hudoc": 4, "cn": 200}
-NIGHTS = ("first", "unchanged", "1% → full", "1% → empty")
-TARGET_UNCHANGED = 0.10
-TARGET_INCREMENT = 1.3
-MOONSHOT_CPU_S = 120.0
-RECORD_HUDOC = 250            # HUDOC documents in the record pass (no builder request reads a synthetic judgment)
-LOCK_POLL_S = 0.01
-MODELS = {"generator": "smollm2-135m-instruct", "validator": "gemma-3-270m", "judge": "gemma-3-270m",
-          "nli": "gemma-3-270m"}   # the nightly's default models (caseforge/defaults.toml), so requests are its own
-SAMPLE_FOLDERS = {"echr_guides": "echr_guides", "barexam": "barexam"}     # the small real inputs, linked as they are
 
 
 def load_scale():
-    """bench/scale.py, whose synthetic corpus generators this bench reuses."""
+    """bench/scale.py, whose synthetic corpus generators (and sizes and targets) this bench reuses."""
     spec = importlib.util.spec_from_file_location("caseforge_bench_scale", HERE / "scale.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -89,6 +78,15 @@ def load_scale():
 
 
 scale = load_scale()
+REAL_SIZES = scale.REAL_SIZES
+QUICK_SIZES = {"oyez": 8, "hudoc": 4, "cn": 200}
+NIGHTS = ("first", "unchanged", "1% → full", "1% → empty")
+TARGET_UNCHANGED = scale.TARGET_NOOP
+TARGET_INCREMENT = scale.TARGET_INCREMENT
+MOONSHOT_CPU_S = 120.0
+RECORD_HUDOC = 250            # HUDOC documents in the record pass (no builder request reads a synthetic judgment)
+LOCK_POLL_S = 0.01
+SAMPLE_FOLDERS = {"echr_guides": "echr_guides", "barexam": "barexam"}     # the small real inputs, linked as they are
 
 
 def say(message: str) -> None:
@@ -538,9 +536,20 @@ def replay_misses(night: dict) -> list[str]:
 
 # ---- the record pass -------------------------------------------------------------------------------------------
 
+def default_models() -> dict[str, str]:
+    """The model of each role the nightly uses by default (caseforge/defaults.toml's llamacpp models), so that the
+    requests the bench replays are the ones the nightly makes: a model's name is part of a request's identity."""
+    import tomllib
+
+    from caseforge.settings_file import DEFAULTS_FILE
+
+    return tomllib.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))["llm"]["models"]["llamacpp"]
+
+
 def settings_file(path: Path, backend: str, options: dict | None = None) -> Path:
+    """A settings file that gives every role `backend` with the nightly's default model names."""
     lines = ["[llm]", f'backend = "{backend}"', f"[llm.models.{backend}]"]
-    lines += [f'{role} = "{model}"' for role, model in MODELS.items()]
+    lines += [f'{role} = "{model}"' for role, model in default_models().items()]
     if options:
         lines.append(f"[llm.backends.{backend}.options]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in options.items()]
