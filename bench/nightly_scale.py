@@ -6,7 +6,8 @@ on synthetic corpora made from the real samples with bad records in them, night 
 
 Default sizes are the real ones (3,300 SCOTUS cases, 25,000 HUDOC English judgments, 50,000 Chinese judgments),
 made by bench/scale.py's generators; the guide, its French table, the Bar Exam files and the Oyez legacy table
-are the real samples. `--quick` is a CI-sized run (tiny corpora, about a minute). The nights:
+are the real samples. `--quick` is a CI-sized run (tiny corpora; minutes, not seconds: it runs seven nightly
+commands). The nights:
 
 - first        the corpus into an empty warehouse
 - unchanged    the same folder again
@@ -683,7 +684,7 @@ def print_ratios(nights: dict[str, dict], quick: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="CI-sized corpora (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="CI-sized corpora (minutes: seven nightly commands)")
     for source in REAL_SIZES:
         parser.add_argument(f"--{source}", type=int, help=f"{source} documents (default {REAL_SIZES[source]:,}, "
                                                           f"quick {QUICK_SIZES[source]})")
