@@ -100,7 +100,7 @@ def samples_rate(samples: Path, work: Path) -> dict[str, dict]:
     """Records each source's sample folder holds and how many its parser and gate quarantine, ingested as
     `--from-samples` ingests them (the work of each source's refresh, in this process, into a scratch
     warehouse): the samples' own rate of bad records."""
-    from caseforge.config import settings as load_settings
+    from caseforge.settings import load_settings
     from caseforge.flows import registry
     from caseforge.tasks.barexam import ingest as barexam
     from caseforge.tasks.cn import ingest as cn
@@ -542,7 +542,7 @@ def default_models() -> dict[str, str]:
     requests the bench replays are the ones the nightly makes: a model's name is part of a request's identity."""
     import tomllib
 
-    from caseforge.settings_file import DEFAULTS_FILE
+    from caseforge.settings import DEFAULTS_FILE
 
     return tomllib.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))["llm"]["models"]["llamacpp"]
 
