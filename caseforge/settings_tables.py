@@ -1,12 +1,12 @@
 """The settings file's tables as typed models, one per table ([llm] with its roles, steps, backends and models,
-[fanout], [upstream], [nightly], [release]); caseforge.settings lays the file's layers over each other and
+[fanout], [upstream], [nightly], [release], [mirror]); caseforge.settings lays the file's layers over each other and
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # What a key of the settings file that no table declares does: "allow" keeps it (in the dict views too), as
 # caseforge always has; "forbid" would make it an error. Every table below takes its policy from here.
@@ -57,6 +57,15 @@ class FanoutTable(Table):
     check_timeout_s: float
 
 
+class MirrorTable(Table):
+    """Publishing the Parquet mirror to a store after each run (README "The Parquet mirror")."""
+
+    publish: str = ""
+    endpoint_url: str = ""
+    keep: int = Field(3, ge=2)              # the current generation and the one before it, at least
+    check_timeout_s: float = Field(45.0, gt=0)
+
+
 class UpstreamTable(Table):
     """Where each live source fetches from: base URLs (a source of its own may be added as a key)."""
 
@@ -97,3 +106,4 @@ class SettingsFile(Table):
     upstream: UpstreamTable
     nightly: NightlyTable = NightlyTable()
     release: ReleaseTable = ReleaseTable()
+    mirror: MirrorTable = MirrorTable()

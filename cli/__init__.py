@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         handlers=[_CurrentStderrHandler()],
     )
     logging.getLogger("caseforge").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    for noisy in ("httpx", "httpcore", "great_expectations"):
+    for noisy in ("httpx", "httpcore", "great_expectations", "aiobotocore", "botocore", "s3fs", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
     if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
