@@ -195,10 +195,22 @@ def test_a_publish_killed_midway_leaves_readers_on_the_previous_generation_and_t
     done = _caseforge(query, elsewhere, _reader_env(s3_env))
     assert (done.returncode, done.stdout.split()) == (0, ["v", '"old,old"']), (done.stdout, done.stderr)
 
-    finished = publish_mirror(settings.parquet_dir, open_store(url))   # the next run's publish
-    assert finished.generation == 2 and not set(finished.uploaded) & uploaded   # what the kill uploaded is kept
+    con.close()
+    from caseforge.session import run_session
+    with overriding({"mirror": {"publish": url}}):
+        with run_session(settings, "ingest", "next"):                # the next run: it publishes at its end
+            pass
+    con = connect(settings.db_path)
+    publish = con.execute("SELECT status, counts FROM ops.runs WHERE kind = 'publish'").fetchall()
+    con.close()
+    assert [status for status, _ in publish] == ["succeeded"], publish
+    counts = json.loads(publish[0][1])
+    assert counts["generation"] == 2 and counts["files_reused"] >= 2          # what the kill uploaded is kept
+    assert set(uploaded) <= set(_objects(s3_env, url))
     done = _caseforge(query, elsewhere, _reader_env(s3_env))
     assert (done.returncode, done.stdout.split()) == (0, ["v", '"new,new"']), (done.stdout, done.stderr)
+    status = _caseforge(["status", "--mirror", url, "--format", "json"], elsewhere, _reader_env(s3_env))
+    assert [r["target"] for r in json.loads(status.stdout)["runs"]][0] == "next", status.stderr
 
 
 def _closed_port() -> int:
