@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +33,7 @@ POINTER = "CURRENT.json"
 GENERATIONS = "generations/"
 DATA = "data/"
 MIN_KEEP = 2            # the pointer's generation and the one before it
+OWN_OBJECT = re.compile(r"^(generations/\d{8}\.json|data/(curated|ops)/[a-z_][a-z0-9_]*/[0-9a-f]{32}\.parquet)$")
 
 
 @dataclass
@@ -113,6 +115,11 @@ def _publish(folder: Path, local: dict, source: dict, store: Store, keep: int) -
     if pointer is not None and pointer.get("source") == source:
         return PublishReport(pointer["generation"], unchanged=True)
     present = set(store.list())
+    foreign = sorted(n for n in present if n != POINTER and not OWN_OBJECT.match(n))
+    if foreign:
+        raise StoreError(f"store {store.describe()}: holds {len(foreign)} object(s) that are not part of a "
+                         f"published caseforge mirror (first: {foreign[0]}), which a publish could prune: give "
+                         "the mirror a prefix of its own")
     report = PublishReport(None)
     tables = {}
     for table, entry in sorted(local["tables"].items()):

@@ -278,3 +278,19 @@ def test_a_failed_publish_fails_its_own_run_and_the_nightly_and_leaves_the_wareh
     with contextlib.redirect_stdout(out):
         assert main(["status", "--db", str(settings.db_path), "--format", "csv"]) == 0
     assert f"publish,{url},failed" in out.getvalue()
+
+
+def test_a_prefix_holding_anything_else_is_refused_before_any_upload(warehouse, s3_env):
+    """A publish prunes what no generation lists: it never publishes into a prefix that holds other objects."""
+    settings, con = warehouse
+    _fill(con, "v1")
+    export_curated_parquet(con, settings.parquet_dir)
+    url = _prefix(s3_env)
+    store = open_store(url)
+    store.put("data/notes.csv", b"someone else's")
+    with pytest.raises(StoreError) as caught:
+        publish_mirror(settings.parquet_dir, store)
+    assert str(caught.value) == (f"store {store.describe()}: holds 1 object(s) that are not part of a published "
+                                 "caseforge mirror (first: data/notes.csv), which a publish could prune: give the "
+                                 "mirror a prefix of its own")
+    assert store.list() == ["data/notes.csv"]
