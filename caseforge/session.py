@@ -10,6 +10,7 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
+from caseforge.errors import CommandFailed
 from caseforge.run_record import end_run, start_run
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
@@ -77,7 +78,7 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
                 export_curated_parquet(con, settings.parquet_dir)
                 published = None if _PUBLISH_AT_END.get() else publish_recorded(con, settings)
                 if published is not None and not published.ok and not unfinished:
-                    raise StoreError(published.failures[0])
+                    raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
             except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
                 if not unfinished:
                     raise

@@ -272,6 +272,18 @@ def test_a_failed_publish_fails_its_own_run_and_the_nightly_and_leaves_the_wareh
     con.close()
     assert (settings.parquet_dir / "scotus_legacy.parquet").is_file()      # the local mirror was written
 
+    from caseforge.errors import CommandFailed
+    from caseforge.session import run_session
+    with overriding({"mirror": {"publish": url, "check_timeout_s": 30}}):
+        with pytest.raises(CommandFailed) as single:                  # a single run: exit status 1, one line
+            with run_session(settings, "ingest", "single"):
+                pass
+    assert single.value.reasons[0].startswith(f"mirror not published: store {url}"), single.value.reasons
+    con = connect(settings.db_path)
+    assert con.execute("SELECT target, status FROM ops.runs WHERE run_id > 2 ORDER BY run_id").fetchall() == \
+        [("single", "succeeded"), (url, "failed")]
+    con.close()
+
     import contextlib
     import io
     out = io.StringIO()
@@ -294,3 +306,23 @@ def test_a_prefix_holding_anything_else_is_refused_before_any_upload(warehouse, 
                                  "caseforge mirror (first: data/notes.csv), which a publish could prune: give the "
                                  "mirror a prefix of its own")
     assert store.list() == ["data/notes.csv"]
+
+
+def test_the_readmes_duckdb_polars_and_pandas_readers_read_every_row(warehouse, s3_env, monkeypatch):
+    """README "Publishing the mirror": its block, run as written, with the read-only identity."""
+    settings, con = warehouse
+    _fill(con, "v1", paragraphs=7)
+    export_curated_parquet(con, settings.parquet_dir)
+    url = _prefix(s3_env)
+    publish_mirror(settings.parquet_dir, open_store(url))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    after = readme.index("Plain DuckDB, polars and pandas read the same files")
+    block = readme[readme.index("```python\n", after) + len("```python\n"):]
+    block = block[:block.index("```")]
+    for name, value in s3_env.env(s3_env.ro).items():
+        monkeypatch.setenv(name, value)
+    names = {"MIRROR": url}
+    exec(compile(block, "README.md", "exec"), names)              # noqa: S102 - the README's own example
+    assert names["cases"] == 1
+    assert names["legacy"]["name"].to_list() == ["v1"]
+    assert len(names["paragraphs"]) == 7 and set(names["paragraphs"]["text"]) == {"v1"}
