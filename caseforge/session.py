@@ -11,6 +11,7 @@ import duckdb
 
 from caseforge.archive import RawArchive
 from caseforge.errors import CommandFailed
+from caseforge.outputs import OutputRefused, check_output_path
 from caseforge.run_record import end_run, start_run
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
@@ -99,12 +100,14 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
     report = StageReport(name=f"publish {mirror.publish}", run_id=run_id)
     try:
         store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
+        if store.local:                 # a folder: never the warehouse's own files (README "Where outputs may go")
+            check_output_path(store.root, settings, "the published mirror")
         done = publish_mirror(settings.parquet_dir, store, mirror.keep, mirror.check_timeout_s)
         report.add("files_uploaded", len(done.uploaded))
         report.add("files_reused", done.reused)
         report.add("objects_pruned", len(done.pruned))
         report.add("generation", done.generation or 0)
-    except StoreError as exc:
+    except (StoreError, OutputRefused) as exc:
         report.fail(f"mirror not published: {exc}")
     except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
         report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")

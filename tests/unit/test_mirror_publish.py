@@ -326,3 +326,26 @@ def test_the_readmes_duckdb_polars_and_pandas_readers_read_every_row(warehouse, 
     assert names["cases"] == 1
     assert names["legacy"]["name"].to_list() == ["v1"]
     assert len(names["paragraphs"]) == 7 and set(names["paragraphs"]["text"]) == {"v1"}
+
+
+def test_a_folder_store_publishes_too_but_never_into_the_warehouses_own_files(warehouse, tmp_path):
+    from caseforge.session import run_session
+
+    settings, con = warehouse
+    _fill(con, "v1")
+    con.close()
+    folder = tmp_path / "published"
+    for target, expected in ((settings.parquet_dir / "pub", "failed"), (folder, "succeeded")):
+        with overriding({"mirror": {"publish": str(target)}}):
+            try:
+                with run_session(settings, "ingest", "folder"):
+                    pass
+            except Exception as exc:            # noqa: BLE001 - the refused folder: checked below
+                assert expected == "failed" and "refusing to write the published mirror" in str(exc), exc
+    con = connect(settings.db_path)
+    assert con.execute("SELECT status FROM ops.runs WHERE kind = 'publish' ORDER BY run_id").fetchall() == \
+        [("failed",), ("succeeded",)]
+    con.close()
+    assert not (settings.parquet_dir / "pub").exists()
+    published = find_published(open_store(folder))
+    assert published.generation == 1 and "curated.scotus_legacy" in published.files
