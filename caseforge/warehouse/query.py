@@ -47,9 +47,9 @@ def open_mirror(mirror: Mirror | PublishedMirror, folder: Path, name: str = "mir
     COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false) overwrites it).
 
     A published mirror (`filesystem`: a pyarrow filesystem over the store) is read the same way: Arrow opens
-    exactly the objects its generation lists; DuckDB is handed no filesystem (register_filesystem would let
-    any statement name any object of the bucket, which enable_external_access = false would not stop for a
-    registered filesystem's prefix ... see docs/sql.md) and loads no httpfs, so no statement can name a URL."""
+    exactly the objects its generation lists. DuckDB is handed no filesystem and loads no httpfs, so no
+    statement can name a URL: a registered fsspec filesystem is either refused by the sandbox or, let through
+    with allowed_directories, readable and writable under that prefix (docs/sql.md, "A published mirror")."""
     import pyarrow.dataset as ds
 
     datasets = {"_mirror_" + table.replace(".", "_"): ds.dataset([str(p) for p in paths], format="parquet",
