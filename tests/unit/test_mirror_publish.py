@@ -75,6 +75,8 @@ def test_a_published_mirror_answers_sql_status_and_quality_elsewhere_with_read_o
     settings, con = warehouse
     _fill(con, "v1", paragraphs=4)
     con.execute("INSERT INTO ops.runs (kind, target, started_at, status) VALUES ('ingest', 'oyez', now(), 'succeeded')")
+    con.execute("INSERT INTO ops.llm_calls (identity, step, backend, model, template_id, template_sha, request, status, "
+                "attempts, created_at) VALUES ('i1', 'echo', 'replay', 'm', 'echo.j2', 'sha', '{}', 'ok', 1, now())")
     export_curated_parquet(con, settings.parquet_dir)
     url = _prefix(s3_env)
     report = publish_mirror(settings.parquet_dir, open_store(url))
@@ -97,6 +99,9 @@ def test_a_published_mirror_answers_sql_status_and_quality_elsewhere_with_read_o
         [("ingest", "oyez", "succeeded")]
     quality = _caseforge(["quality", "--mirror", url, "--format", "csv"], elsewhere, env)
     assert quality.returncode == 0, quality.stderr
+    stats = _caseforge(["llm", "stats", "--mirror", url, "--format", "json"], elsewhere, env)
+    assert stats.returncode == 0, stats.stderr
+    assert [row["step"] for row in json.loads(stats.stdout)] == ["echo"], stats.stdout
     assert not list(elsewhere.iterdir()), "a reader of a published mirror wrote into its working directory"
 
     missing = _caseforge(["sql", "--mirror", url, "SELECT * FROM curated.no_such_table"], elsewhere, env)
