@@ -354,3 +354,27 @@ def test_a_folder_store_publishes_too_but_never_into_the_warehouses_own_files(wa
     assert not (settings.parquet_dir / "pub").exists()
     published = find_published(open_store(folder))
     assert published.generation == 1 and "curated.scotus_legacy" in published.files
+
+
+def test_an_open_reader_keeps_reading_the_generation_it_resolved(warehouse, s3_env):
+    """A publish meanwhile moves the pointer; a connection already open reads only its own generation's objects."""
+    from caseforge.warehouse.query import open_published_for_query
+
+    settings, con = warehouse
+    _fill(con, "old")
+    export_curated_parquet(con, settings.parquet_dir)
+    url = _prefix(s3_env)
+    publish_mirror(settings.parquet_dir, open_store(url))
+    reader, mode = open_published_for_query(url)
+    try:
+        _fill(con, "new")
+        export_curated_parquet(con, settings.parquet_dir)
+        assert publish_mirror(settings.parquet_dir, open_store(url)).generation == 2
+        assert mode == "published"
+        assert reader.execute("SELECT name FROM curated.scotus_legacy").fetchall() == [("old",)]
+        assert reader.execute("SELECT DISTINCT text FROM curated.echr_paragraphs").fetchall() == [("old",)]
+    finally:
+        reader.close()
+    fresh, _ = open_published_for_query(url)
+    assert fresh.execute("SELECT name FROM curated.scotus_legacy").fetchall() == [("new",)]
+    fresh.close()
