@@ -75,6 +75,13 @@ def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> Sta
     return outcome_of(state)
 
 
+def _release_location(release_dir: str | None) -> Path | str | None:
+    """--release-dir as a folder, or as the store URL it is (a Path would fold `s3://` into `s3:/`)."""
+    from caseforge.release.stored import is_store_url
+
+    return None if not release_dir else release_dir if is_store_url(release_dir) else Path(release_dir)
+
+
 @flow(name="nightly", log_prints=True)
 @ends_as_stopped
 def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_dir: str | None = None,
@@ -88,7 +95,7 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
 
     warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                             release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force,
+                             release_dir=_release_location(release_dir), sources=sources, force=force,
                              reparse=reparse)
     with overriding(settings):
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)

@@ -25,6 +25,7 @@ PRINTS = {
     "command_overhead.py": [r"bare\s+\d+\.\d\d\s+\d+\.\d\d", r'"bare_cpu_s": \d'],
     "echr_parse.py": [r"BeautifulSoup reader \(before\)\s+\d\.\d{4}", r"lxml reader \(now\)\s+\d\.\d{4}",
                       r"ratio before/now\s+\d+\.\dx", r"HUDOC DOCX paragraphs\s+[\d,]+ /s", r"guide citations\s+[\d,]+ /s"],
+    "fanout_nightly.py": [r"\| the whole nightly \| \| \d+\.\d \| \d+\.\d \|", r'"ratio": \d', r'"same_llm_calls": true'],
     "fanout_store.py": [r"\| local \| \d+\.\d\d s", r"\| s3 \| \d+\.\d\d s", r'"overhead_ratio": -?\d'],
     "llm_dispatch.py": [r'overhead: \{"overhead_ms_per_call"', r'"achieved_rps": \d', r'"ratio": \d'],
     "oyez_parse.py": [r"parse: [\d,]+ cases/second", r"no-op run 1 request\(s\)"],
