@@ -225,7 +225,8 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("problem", ["wrong credentials", "missing bucket", "unreachable endpoint"])
-def test_a_store_that_cannot_be_used_is_one_line_naming_it(warehouse, s3_env, monkeypatch, tmp_path, problem):
+def test_a_store_that_cannot_be_used_is_one_line_naming_it(warehouse, s3_env, monkeypatch, tmp_path, capsys,
+                                                            problem):
     settings, con = warehouse
     _fill(con, "v1")
     export_curated_parquet(con, settings.parquet_dir)
@@ -245,11 +246,14 @@ def test_a_store_that_cannot_be_used_is_one_line_naming_it(warehouse, s3_env, mo
     for exc in (publishing.value, reading.value):
         assert "\n" not in str(exc) and str(exc).startswith(f"store {url}") and expected in str(exc), str(exc)
 
-    env = {**_reader_env(s3_env), **({"AWS_SECRET_ACCESS_KEY": "not-the-secret"} if problem == "wrong credentials"
-                                     else {"AWS_ENDPOINT_URL_S3": endpoint} if endpoint else {})}
-    done = _caseforge(["sql", "--mirror", url, "SELECT 1"], tmp_path, env)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"caseforge: store {url}") and expected in done.stderr, done.stderr
+    from caseforge.cli import main                              # in process: a subprocess per case costs seconds
+    if endpoint:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["sql", "--mirror", url, "SELECT 1"]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and stderr.startswith(f"caseforge: store {url}") and expected in stderr, stderr
 
 
 def test_a_failed_publish_fails_its_own_run_and_the_nightly_and_leaves_the_warehouse_alone(warehouse, s3_env):
