@@ -1,5 +1,5 @@
 """The settings file's tables as typed models, one per table ([llm] with its roles, steps, backends and models,
-[fanout], [upstream], [nightly], [release]); caseforge.settings lays the file's layers over each other and
+[fanout], [upstream], [nightly], [release], [mirror]); caseforge.settings lays the file's layers over each other and
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typing
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # A key no table declares is an error naming it, its file and the closest known key (caseforge.settings): a
 # misspelt setting must not be ignored.
@@ -68,6 +68,15 @@ class FanoutTable(Table):
     check_timeout_s: float
 
 
+class MirrorTable(Table):
+    """Publishing the Parquet mirror to a store after each run (README "The Parquet mirror")."""
+
+    publish: str = ""
+    endpoint_url: str = ""
+    keep: int = Field(3, ge=2)              # the current generation and the one before it, at least
+    check_timeout_s: float = Field(45.0, gt=0)
+
+
 class UpstreamTable(Table):
     """Where each live source fetches from: base URLs (a source of its own may be added as a key)."""
 
@@ -110,6 +119,7 @@ class SettingsFile(Table):
     upstream: UpstreamTable
     nightly: NightlyTable = NightlyTable()
     release: ReleaseTable = ReleaseTable()
+    mirror: MirrorTable = MirrorTable()
 
 
 # --- what the tables declare, for the errors that name an unknown key (caseforge.settings.unknown_key) ---

@@ -80,6 +80,23 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
 
 
+def add_mirror_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mirror", metavar="URL",
+                        help="answer from the mirror published at URL (s3://bucket/prefix, gs://..., file://...; "
+                             "[mirror] publish on the machine that runs the nightly), from any machine with read "
+                             "credentials, instead of a warehouse on this one")
+
+
+def open_query(args: argparse.Namespace, settings, bounds=None):
+    """The sandboxed query connection a command asked for: on the published mirror `--mirror URL` names, else
+    on the warehouse (or its local mirror while a run holds it). Returns (connection, mode)."""
+    from caseforge.warehouse.query import open_for_query, open_published_for_query
+
+    if getattr(args, "mirror", None):
+        return open_published_for_query(args.mirror, bounds, settings.file.mirror.endpoint_url or None)
+    return open_for_query(settings.db_path, settings.parquet_dir, bounds)
+
+
 # Every command that prints rows offers these: a table for people (numbers rounded, times to the second), csv
 # and json for programs (exact values; stdout holds the data alone, every note goes to stderr).
 FORMATS = ("table", "csv", "json")

@@ -7,14 +7,14 @@ import sys
 
 import duckdb
 
-from caseforge.cli.common import add_db_option, add_format_option, jsonable, notes_out, print_rows, unknown_value
+from caseforge.cli.common import (add_db_option, add_format_option, add_mirror_option, jsonable, notes_out, open_query,
+                                  print_rows, unknown_value)
 from caseforge.open_run_files import unwritten_end
 from caseforge.run_record import interrupted_runs, mark_interrupted_runs
 from caseforge.settings import EXPECTATIONS_DIR, load_settings
+from caseforge.stage_report import known_problems_text
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.errors import WarehouseError
-from caseforge.warehouse.query import open_for_query
-from caseforge.stage_report import known_problems_text
 from caseforge.warehouse.statements import run_sql, sql_text, table_exists
 
 
@@ -24,12 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--stages", action="store_true", help="only the stages of the last nightly, one row each")
     add_format_option(status)
     add_db_option(status)
+    add_mirror_option(status)
     status.set_defaults(handler=run_status)
 
     quality = sub.add_parser("quality", help="the latest quality-gate result per table")
     quality.add_argument("table", nargs="?", help="one table (e.g. scotus_cases)")
     add_format_option(quality)
     add_db_option(quality)
+    add_mirror_option(quality)
     quality.set_defaults(handler=run_quality)
 
 
@@ -96,9 +98,9 @@ STAGE_COLUMNS = ["stage", "name", "status", "duration_s", "counts", "message"]
 
 def run_status(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
-    con, mode = open_for_query(settings.db_path, settings.parquet_dir)
+    con, mode = open_query(args, settings)
     try:
-        data = status_data(con, args.limit, settings.db_path)
+        data = status_data(con, args.limit, settings.db_path if mode != "published" else None)
     finally:
         con.close()
     if mode == "warehouse" and data["interrupted_now"]:
@@ -143,7 +145,7 @@ def _gated_table(con, name: str) -> str:
 
 def run_quality(args: argparse.Namespace) -> int:
     settings = load_settings(args.db)
-    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
+    con, _ = open_query(args, settings)
     try:
         table = _gated_table(con, args.table) if args.table else None
         cursor = con.execute(sql_text("ops/latest_quality.sql"), [table, table])

@@ -27,6 +27,7 @@ from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
+from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import KNOWN, StageReport
 from caseforge.stopping import RunStopped, stop_of
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StageOutcome:
-    stage: str                  # source | builder | export
+    stage: str                  # source | builder | evaluation | export | publish (the mirror, after the run)
     name: str
     status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
     counts: dict[str, int] = field(default_factory=dict)
@@ -80,7 +81,8 @@ class NightlyResult:
 
     def rebuilt(self) -> list[str]:
         """The builders, evaluations and releases that ran tonight (were not skipped)."""
-        return [f"{o.stage} {o.name}" for o in self.outcomes if o.stage != "source" and o.status != "skipped"]
+        return [f"{o.stage} {o.name}" for o in self.outcomes
+                if o.stage not in ("source", "publish") and o.status != "skipped"]
 
     def failures(self) -> list[str]:
         lines = []
@@ -274,6 +276,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     outcomes: list[StageOutcome] = []
     running: list[tuple[str, str]] = []
     con = None
+    deferred = publish_at_end()        # the sources' runs write the local mirror; it is published once, below
     try:
         planned = []
         for name in names:
@@ -318,12 +321,18 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     except BaseException as exc:
         _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
         raise
+    finally:
+        publish_after_each_run(deferred)
     con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
     if con is not None:
         try:
             export_curated_parquet(con, settings.parquet_dir)
+            published = publish_recorded(con, settings)
         finally:
             con.close()
+        if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
+            result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
+                                                failures=list(published.failures)))
     return result
 
 
