@@ -24,12 +24,16 @@ $(VENV)/.workers: $(VENV)/.installed requirements-workers.lock
 setup-workers: $(VENV)/.workers
 
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
-# Exit 1: the nightly ran to the end and reports what its gates refused (with the small packaged models, what they
-# wrote); 2: it could not run (a missing samples folder, a busy warehouse).
+# caseforge exits 1 when the nightly ran to the end and reports what its gates refused (with the small packaged
+# models, what they wrote), 2 when it could not run (a missing samples folder, a busy warehouse). GNU make itself
+# has one failure status, 2, whatever the recipe's was, so a line before make's own says caseforge's; for the status
+# itself, run `.venv/bin/caseforge run nightly --from-samples` after `make setup`.
 run: setup
 	CASEFORGE_SAMPLES=$(SAMPLES) $(BIN)/caseforge run nightly --from-samples; code=$$?; \
-	if [ $$code -eq 1 ]; then echo "make run: the nightly ran to the end and reports the problems above (exit 1);" \
-	"with the small packaged models their output is refused and not released: README, Two commands" >&2; fi; \
+	if [ $$code -eq 1 ]; then echo "make run: caseforge exited 1: the nightly ran to the end and reports the problems" \
+	"above; with the small packaged models their output is refused and not released: README, Two commands" >&2; \
+	elif [ $$code -ne 0 ]; then echo "make run: caseforge exited $$code (2: the nightly could not run, the reason" \
+	"is above; 130, 143: stopped by Ctrl-C, SIGTERM)" >&2; fi; \
 	exit $$code
 
 test: setup

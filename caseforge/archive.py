@@ -16,6 +16,7 @@ import duckdb
 
 from caseforge.atomic import write_atomically
 from caseforge.settings import Settings, load_settings, variables_of
+from caseforge.stage_report import KNOWN_PAYLOADS
 from caseforge.stopping import check_stop
 from caseforge.warehouse.statements import database_file, run_sql
 
@@ -132,6 +133,14 @@ class RawArchive:
         return None if row is None else self._payload(row)
 
 
+def limits_fingerprint() -> str:
+    """The limits a parser refuses an input by (Settings.max_mb_*, max_elements_*, max_parse_s_*, max_zip_ratio),
+    as one string: a payload refused by one is tried again when they change (ParsedPayloads)."""
+    settings = load_settings()
+    return " ".join(f"{name}={getattr(settings, name)}" for name in sorted(Settings.model_fields)
+                    if name.startswith(("max_mb_", "max_elements_", "max_parse_s_", "max_zip_ratio")))
+
+
 def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
     """Where the bodies of this connection's warehouse live (Settings.archive_dir); None in memory."""
     database = database_file(con)
@@ -144,31 +153,46 @@ def archive_folder(con: duckdb.DuckDBPyConnection) -> Path | None:
 class ParsePlan:
     """What a run does with a set of payloads: `parse` them (in order), except those `skipped` (key → the
     records each gave when it was loaded); `remade` names the hashes among `parse` whose rows are already in
-    curated (a new parser version, --reparse, or rows no longer as it left them): their rows are made again."""
+    curated (a new parser version, --reparse, or rows no longer as it left them): their rows are made again.
+    `known` counts what the skipped payloads quarantined when they were loaded (records, payloads, since run)."""
 
     parse: list
     skipped: dict[str, int]
     remade: set[str]
+    known: tuple[int, int, int | None] = (0, 0, None)
 
     def report_to(self, report, unchanged: str = "unchanged") -> None:
-        """Count the skipped payloads (`payloads_unchanged`) and the records they hold under `unchanged`."""
+        """Count the payloads to parse (`payloads_parsed`), the skipped ones (`payloads_unchanged`), the records
+        they hold under `unchanged`, and the known problems among them."""
+        report.add("payloads_parsed", len(self.parse))
         if self.skipped:
             report.add("payloads_unchanged", len(self.skipped))
             report.add(unchanged, sum(self.skipped.values()))
+        records, payloads, since = self.known
+        if records:
+            report.known_problems(records, payloads, since)
 
 
 class ParsedPayloads:
     """ops.loaded_payloads for one source, parser and table: which payloads this parser version already turned
-    into rows of curated.<table> that are still there as it made them, so a run skips them before parsing
-    (a night with nothing new reads the file list and hashes). A payload is recorded only when all of it
-    loaded (`settle`): one with a parse problem, a quarantined row or a rejected batch is tried again next run.
+    into rows of curated.<table> that are still there as it made them, together with what it quarantined of
+    them, so a run skips them before parsing (a night with nothing new reads the file list and hashes) whether
+    or not they had bad records: a known problem costs its record once. A payload of a rejected batch (nothing of
+    it landed) is not recorded: it is tried again, and fails again, every run until it is fixed.
 
     `parser` names the parser and its version, plus any option that changes the rows it makes (a changed
     version forces a parse); `reparse` parses everything (`--reparse`). `table` is the curated table whose
-    `raw_sha256` column says which payload each row came from."""
+    `raw_sha256` column says which payload each row came from. What judged the records is fingerprinted: the
+    table's gate suite (and those of `gated`, other tables the same payloads feed) and the limits a parser
+    refuses an input by (size, elements, parse time, zip ratio): a payload with quarantined records is tried
+    again when one of them changed (a suite fixed, a limit raised)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, parser: str, table: str, reparse: bool = False):
+    def __init__(self, con: duckdb.DuckDBPyConnection, source: str, parser: str, table: str, reparse: bool = False,
+                 gated: tuple[str, ...] = ()):
+        from caseforge.gate import suite_fingerprint
+
         self.con, self.source, self.parser, self.table, self.reparse = con, source, parser, table, reparse
+        self.checks = hashlib.sha256(f"{suite_fingerprint(table, *gated)} {limits_fingerprint()}".encode()).hexdigest()
 
     def _with(self, name: str, rows: list[tuple], columns: list[str], statement: str, params: dict):
         import pandas as pd
@@ -183,43 +207,63 @@ class ParsedPayloads:
         """Split payloads (anything with .key and .sha256) into those to parse and those to skip."""
         if not payloads:
             return ParsePlan([], {}, set())
-        found = {(key, sha): (records, present) for key, sha, records, present in self._with(
+        found = {(key, sha): rest for key, sha, *rest in self._with(
             "_candidates", sorted({(p.key, p.sha256) for p in payloads}), ["key", "sha256"],
             "ops/parsed_payloads.sql", {"source": self.source, "parser": self.parser})}
         plan = ParsePlan([], {}, set())
+        known_records, known_payloads, since = 0, 0, None
         for payload in payloads:
-            records, present = found[(payload.key, payload.sha256)]
-            if records is not None and not self.reparse:
+            records, present, quarantined, problems_since, checks = found[(payload.key, payload.sha256)]
+            retry = self.reparse or (quarantined and checks != self.checks)
+            if records is not None and not retry:
                 plan.skipped[payload.key] = int(records)
+                if quarantined:
+                    known_records, known_payloads = known_records + int(quarantined), known_payloads + 1
+                    if problems_since is not None:
+                        since = problems_since if since is None else min(since, problems_since)
                 continue
             plan.parse.append(payload)
             if present:
                 plan.remade.add(payload.sha256)
+        plan.known = (known_records, known_payloads, since)
         return plan
 
-    def settle(self, run_id: int | None, loaded: dict, failed: list) -> None:
-        """Record the payloads that loaded whole (`loaded`: payload → the records it gave) and forget what
-        was recorded for the keys of those that did not (`failed`); two statements, whatever the count."""
-        if failed:
-            self._with("_failed", sorted({(p.key,) for p in failed}), ["key"], "ops/forget_parsed_payloads.sql",
+    def settle(self, run_id: int | None, loaded: dict, rejected: list, report=None) -> None:
+        """Record the payloads this run parsed and gated (`loaded`: payload → the records it gave), with what it
+        quarantined of each (known or new: ops/quarantine_seen.sql), and forget what was recorded for the keys
+        of those whose batch was rejected (`rejected`); with `report`, count the recorded payloads holding known
+        problems. A few statements, whatever the count."""
+        if rejected:
+            self._with("_failed", sorted({(p.key,) for p in rejected}), ["key"], "ops/forget_parsed_payloads.sql",
                        {"source": self.source})
         rows = sorted({(p.key, p.sha256, int(n)) for p, n in loaded.items()})
-        if rows:
-            self._with("_loaded", rows, ["key", "sha256", "records"], "ops/record_parsed_payloads.sql",
-                       {"source": self.source, "parser": self.parser, "run_id": run_id})
+        if not rows:
+            return
+        run_sql(self.con, "ops/quarantine_seen.sql")
+        self._with("_loaded", rows, ["key", "sha256", "records"], "ops/record_parsed_payloads.sql",
+                   {"source": self.source, "parser": self.parser, "run_id": run_id, "checks": self.checks})
+        if report is not None:
+            [(payloads,)] = self._with("_loaded", rows, ["key", "sha256", "records"], "ops/known_loaded_payloads.sql",
+                                       {"run_id": run_id})
+            if payloads:
+                report.add(KNOWN_PAYLOADS, int(payloads))
 
-    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, problems: set[str]) -> None:
+    def settle_batch(self, run_id: int | None, plan: ParsePlan, rows, outcome, report=None,
+                     provisional: set[str] = frozenset()) -> None:
         """Settle the payloads a batch parsed: `rows` what it sent to the gate (a frame or row dicts; their
-        raw_sha256 says whose), `outcome` the gate's LoadOutcome (None: nothing reached it), `problems` the
-        hashes of payloads with a parse problem."""
+        raw_sha256 says whose), `outcome` the gate's LoadOutcome (None: nothing reached it, or a list of them:
+        the batch went to the gate in parts). Every parsed payload is recorded, with what it quarantined, except
+        those of a rejected batch and the `provisional` ones (hashes of payloads judged on something outside
+        them that may still change, such as a body judged without its metadata row): tried again next run."""
         if hasattr(rows, "columns"):
             shas = rows["raw_sha256"] if "raw_sha256" in rows.columns else []
         else:
             shas = (row["raw_sha256"] for row in rows)
         records = Counter(shas)
-        failed_sha = set(problems) | (outcome.failed_sha256 if outcome is not None else set())
-        self.settle(run_id, {p: records.get(p.sha256, 0) for p in plan.parse if p.sha256 not in failed_sha},
-                    [p for p in plan.parse if p.sha256 in failed_sha])
+        outcomes = outcome if isinstance(outcome, list) else [outcome]
+        rejected = set(provisional).union(*(o.rejected_sha256 for o in outcomes if o is not None))
+        self.settle(run_id, {p: records.get(p.sha256, 0) for p in plan.parse if p.sha256 not in rejected},
+                    [p for p in plan.parse if p.sha256 in rejected], report)
 
 
 # ---- size limits: what one upstream file or record may weigh before a parser is allowed to read it ----

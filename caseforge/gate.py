@@ -73,6 +73,15 @@ def load_suite_json(table: str) -> dict:
     return expand_text_rules(json.loads(path.read_text(encoding="utf-8")), path.name)
 
 
+def suite_fingerprint(*tables: str) -> str:
+    """A hash of the gate's suites for these tables as validate() applies them (text rule sets included): what a
+    payload with quarantined records was checked against; a change tries it again (ParsedPayloads)."""
+    import hashlib
+
+    suites = json.dumps([load_suite_json(table) for table in tables], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(suites.encode("utf-8")).hexdigest()
+
+
 def expand_text_rules(suite: dict, where: str) -> dict:
     """`suite` with each include_text_rules entry replaced by its set's expectations, given its other kwargs."""
     expectations = []
@@ -191,8 +200,9 @@ def _row_json(row: pd.Series) -> str:
 
 
 def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFrame, result: GateResult,
-           key_column: str | None = None) -> None:
-    """Keep the validation result, and quarantine what did not pass."""
+           key_column: str | None = None) -> dict[int, int | None]:
+    """Keep the validation result, and quarantine what did not pass; returns the known problems among them
+    (position → the run that first quarantined that record; see keep_quarantined)."""
     now = datetime.now(timezone.utc)
     frame = frame.reset_index(drop=True)
     failed = [{"expectation": reason, "scope": "batch"} for reason in result.batch_reasons]
@@ -207,7 +217,7 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
         rows = range(len(frame))
     else:
         rows = sorted(result.failed_rows)
-    quarantined = []
+    positions, quarantined = [], []
     for i in rows:
         if i < 0 or i >= len(frame):
             continue
@@ -216,9 +226,41 @@ def record(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFra
         why = "; ".join(filter(None, [own, reason])) if result.batch_rejected else own
         key = str(row[key_column]) if key_column and key_column in row and row[key_column] is not None else None
         sha = row.get("raw_sha256") if "raw_sha256" in row else None
+        positions.append(i)
         quarantined.append((run_id, result.table, key, "gate", why, _row_json(row), sha, now))
-    if quarantined:
-        con.executemany(sql_text("ops/quarantine_row.sql"), quarantined)
+    kept = keep_quarantined(con, quarantined)
+    return {position: since for position, (known, since) in zip(positions, kept) if known}
+
+
+def keep_quarantined(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> list[tuple[bool, int | None]]:
+    """Write quarantine rows (run_id, table, source_key, stage, reason, row_data, raw_sha256, quarantined_at) to
+    ops.quarantine, except those whose identity (table, payload, record, stage, reason) it already holds: a known
+    problem, found again by a re-parse, is not added twice (two new rows of one call that share an identity, such as
+    duplicate keys of a rejected batch, are both written). Returns for each row whether it was known and the run
+    that first quarantined it (None for a new one). A row without a payload (a failed fetch) has no identity: it
+    is always written. Every row with a payload is also noted for the ledger (ops/quarantine_seen.sql)."""
+    known: dict[int, int | None] = {}
+    identified = [(i, r[1], r[2], r[3], r[4], r[6]) for i, r in enumerate(rows) if r[6] is not None]
+    if identified:
+        con.register("_quarantine", pd.DataFrame(identified, columns=[
+            "position", "table_name", "source_key", "stage", "reason", "raw_sha256"]))
+        try:
+            known = {position: since for position, found, since in run_sql(con, "ops/known_quarantine.sql").fetchall()
+                     if found}
+        finally:
+            con.unregister("_quarantine")
+    new = [row for i, row in enumerate(rows) if i not in known]
+    seen = [(row[0], row[6], known[i] if i in known else row[0]) for i, row in enumerate(rows) if row[6] is not None]
+    if new:
+        con.executemany(sql_text("ops/quarantine_row.sql"), new)
+    if seen:
+        run_sql(con, "ops/quarantine_seen.sql")
+        con.register("_seen", pd.DataFrame(seen, columns=["run_id", "raw_sha256", "since"]))
+        try:
+            run_sql(con, "ops/remember_quarantine_seen.sql")
+        finally:
+            con.unregister("_seen")
+    return [(i in known, known.get(i)) for i in range(len(rows))]
 
 
 def gate(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, frame: pd.DataFrame,
@@ -243,14 +285,15 @@ def rejected_rows(con: duckdb.DuckDBPyConnection, run_id: int | None, suite: str
 
 
 def quarantine(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, stage: str, reason: str,
-               source_key: str | None = None, raw_sha256: str | None = None, row_data: dict | None = None) -> None:
-    """Record an item that never reached the gate (fetch or parse failure)."""
-    run_sql(
-        con, "ops/quarantine_row.sql",
-        [run_id, table, source_key, stage, reason,
-         json.dumps(row_data, ensure_ascii=False, default=str) if row_data is not None else None,
-         raw_sha256, datetime.now(timezone.utc)],
-    )
+               source_key: str | None = None, raw_sha256: str | None = None,
+               row_data: dict | None = None) -> tuple[bool, int | None]:
+    """Record an item that never reached the gate (fetch or parse failure); returns whether it was a known
+    problem and since which run (keep_quarantined)."""
+    [kept] = keep_quarantined(con, [(
+        run_id, table, source_key, stage, reason,
+        json.dumps(row_data, ensure_ascii=False, default=str) if row_data is not None else None,
+        raw_sha256, datetime.now(timezone.utc))])
+    return kept
 
 
 @dataclass(frozen=True)
@@ -275,10 +318,15 @@ def failure_reason(exc: BaseException) -> str:
 def quarantine_problem(con: duckdb.DuckDBPyConnection, run_id: int | None, table: str, problem: ParseProblem,
                        report, label: str, counter: str = "quarantined", stage: str = "parse") -> None:
     """Quarantine one problem and put it on the run's report: a counter and one line naming where and why.
-    Whatever `counter` is called, it is also counted as `quarantined`, the name every stage shares."""
+    Whatever `counter` is called, it is also counted as `quarantined`, the name every stage shares. A known
+    problem (the same record of the same payload quarantined before for the same reason) is counted as known
+    instead: it is neither quarantined again nor a failure of this run."""
+    known, since = quarantine(con, run_id, table, stage, problem.reason, source_key=problem.key or problem.where,
+                              raw_sha256=problem.raw_sha256, row_data=problem.row_data)
+    if known:
+        report.known_problems(1, since=since)
+        return
     report.add(counter)
     if counter != "quarantined":
         report.add("quarantined")
     report.fail(f"{label} {problem.where}: {problem.reason}")
-    quarantine(con, run_id, table, stage, problem.reason, source_key=problem.key or problem.where, raw_sha256=problem.raw_sha256,
-               row_data=problem.row_data)

@@ -21,8 +21,10 @@ class LoadOutcome:
     batch_rejected: bool = False
     reasons: list[str] = field(default_factory=list)
     changes: dict[str, int] = field(default_factory=dict)
-    failed_sha256: set[str] = field(default_factory=set)     # payloads with a row that did not land
+    rejected_sha256: set[str] = field(default_factory=set)   # payloads of a rejected batch: none of it landed
     remade: int = 0                                           # curated rows made again by a re-parse
+    known: int = 0                  # rows quarantined before for the same reason (not again, not a failure)
+    known_since: int | None = None  # the earliest run that quarantined one of them
 
     def report_to(self, report, loaded: str, quarantined: str = "quarantined", changes_prefix: str = "",
                   max_reasons: int | None = None, records: bool = True) -> None:
@@ -43,6 +45,8 @@ class LoadOutcome:
             report.add(f"{changes_prefix}remade" if changes_prefix else "remade", self.remade)
         if quarantined != "quarantined":
             report.add("quarantined", self.quarantined)
+        if self.known:
+            report.known_problems(self.known, since=self.known_since)
         for reason in self.reasons[:max_reasons]:
             report.fail(reason)
 
@@ -90,8 +94,9 @@ def gate_and_load(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.
     `remake`: the batch holds a re-parse of payloads whose rows are already in curated (a new parser version,
     --reparse): their units (`table.unit`) are deleted before the curate statement, which then writes them as
     this parse made them (counted as `remade`; their new/changed/unchanged counts are taken before, against the
-    rows as they were). `failed_sha256` of the outcome names the payloads (raw_sha256) with a row that did not
-    land.
+    rows as they were). `rejected_sha256` of the outcome names the payloads (raw_sha256) of a rejected batch:
+    none of their rows landed. A quarantined row that is a known problem (keep_quarantined) is counted as known,
+    neither quarantined again nor a failure; a rejected batch is a failure every time.
 
     Validation results and quarantined rows are committed even when the batch is rejected,
     and the staging write plus curate SQL run in one transaction, so a kill leaves either the
@@ -105,16 +110,20 @@ def gate_and_load(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.
         return outcome
     result = quality.validate(table.name, frame)
     with transaction(con):
-        quality.record(con, run_id, frame, result, key_column=table.key_column)
-        outcome.quarantined = result.rows_failed
+        known = quality.record(con, run_id, frame, result, key_column=table.key_column)
         outcome.batch_rejected = result.batch_rejected
-        if "raw_sha256" in frame.columns:
-            rows = range(len(frame)) if result.batch_rejected else result.failed_rows
-            outcome.failed_sha256 = {frame.iloc[i]["raw_sha256"] for i in rows if 0 <= i < len(frame)}
         if result.batch_rejected:
+            outcome.quarantined = result.rows_failed
+            if "raw_sha256" in frame.columns:
+                outcome.rejected_sha256 = set(frame["raw_sha256"].dropna())
             outcome.reasons.append(f"{table.name}: batch of {len(frame)} rejected: " + "; ".join(result.batch_reasons))
         else:
+            outcome.quarantined = result.rows_failed - len(known)
+            outcome.known = len(known)
+            outcome.known_since = min((s for s in known.values() if s is not None), default=None)
             for i, reasons in sorted(result.failed_rows.items()):
+                if i in known:
+                    continue
                 key = frame.iloc[i][table.key_column] if 0 <= i < len(frame) else "?"
                 outcome.reasons.append(f"{table.name} {table.key_column}={key}: " + "; ".join(reasons))
         if not result.passed.empty:

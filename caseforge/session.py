@@ -3,20 +3,40 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterator
 
 import duckdb
 
 from caseforge.archive import RawArchive
+from caseforge.errors import CommandFailed
+from caseforge.outputs import OutputRefused, check_output_path
 from caseforge.run_record import end_run, start_run
-from caseforge.settings import Settings
+from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
+from caseforge.store import StoreError, open_store
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
+from caseforge.warehouse.published import publish_mirror
 
 log = logging.getLogger(__name__)
+
+# True inside a run that publishes the mirror once at its own end (the nightly): the runs it is made of
+# (each source's) then only write the local mirror. Context variables travel into the nightly's source
+# threads and Prefect task runs as `overriding` does.
+_PUBLISH_AT_END: ContextVar[bool] = ContextVar("caseforge_publish_at_end", default=False)
+
+
+def publish_at_end():
+    """Runs started from here on (in this context) leave publishing to the caller's end; returns the token
+    for `publish_after_each_run`."""
+    return _PUBLISH_AT_END.set(True)
+
+
+def publish_after_each_run(token) -> None:
+    _PUBLISH_AT_END.reset(token)
 
 
 @dataclass
@@ -57,9 +77,41 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
         if con is not None:
             try:
                 export_curated_parquet(con, settings.parquet_dir)
+                published = None if _PUBLISH_AT_END.get() else publish_recorded(con, settings)
+                if published is not None and not published.ok and not unfinished:
+                    raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
             except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
                 if not unfinished:
                     raise
-                log.warning("%s: the Parquet mirror was not rewritten: %s", report.name, exc)
+                log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
             finally:
                 con.close()
+
+
+def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> StageReport | None:
+    """When [mirror] publish names a store: the mirror's current generation published there
+    (caseforge.warehouse.published), as a run of its own in ops.runs (kind `publish`, the store as its target),
+    so a failed publish shows failed in `status` with its one-line reason. It reads only the mirror's files:
+    the warehouse's data is never touched. None when nothing is configured."""
+    mirror = load_settings().file.mirror        # the settings in force (a deployment's override included)
+    if not mirror.publish:
+        return None
+    run_id = start_run(con, "publish", mirror.publish)
+    report = StageReport(name=f"publish {mirror.publish}", run_id=run_id)
+    try:
+        store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
+        if store.local:                 # a folder: never the warehouse's own files (README "Where outputs may go")
+            check_output_path(store.root, settings, "the published mirror")
+        done = publish_mirror(settings.parquet_dir, store, mirror.keep, mirror.check_timeout_s)
+        report.add("files_uploaded", len(done.uploaded))
+        report.add("files_reused", done.reused)
+        report.add("objects_pruned", len(done.pruned))
+        report.add("generation", done.generation or 0)
+    except (StoreError, OutputRefused) as exc:
+        report.fail(f"mirror not published: {exc}")
+    except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
+        report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
+    if not report.ok:
+        log.error("%s", report.failures[0])
+    end_run(con, run_id, report)
+    return report

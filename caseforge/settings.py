@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import difflib
 import os
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from caseforge.settings_tables import SettingsFile
+from caseforge.settings_tables import RENAMED, SettingsFile, key_elsewhere, known_keys
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -35,7 +36,12 @@ DEFAULT_USER_AGENT = (
 )
 
 class SettingsError(ValueError):
-    """A setting has a value caseforge cannot use; the message names it (the variable, or the file's key)."""
+    """A setting has a value caseforge cannot use, or the settings file has a key caseforge does not know; each
+    problem names the variable, or the file and its key."""
+
+    def __init__(self, problems: str | list[str]):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 # --- the settings ---
@@ -334,12 +340,57 @@ def reload_settings() -> None:
     _READ.clear()
 
 
-def _validated(make):
+def _validated(make, path: str | Path | None = None, the_file: bool = False):
+    """make(), its validation errors as a SettingsError; `the_file`: make validates the settings file alone."""
     try:
         return make()
     except ValidationError as exc:
-        raise SettingsError("; ".join(f"{_where(error['loc'])}: {error['msg']} (got {_short(error.get('input'))})"
-                                      for error in exc.errors())) from None
+        raise SettingsError([_problem(error, path, the_file) for error in exc.errors()]) from None
+
+
+def _problem(error: dict, path: str | Path | None, the_file: bool) -> str:
+    loc = ("file",) * the_file + tuple(str(part) for part in error["loc"])
+    error = {**error, "loc": loc}
+    if loc and loc[0] == "file" and error["type"] == "extra_forbidden":
+        return unknown_key(loc[1:-1], loc[-1], known_keys(loc[1:-1]), path)
+    if loc and loc[0] == "file" and error["type"] == "literal_error" and loc[-1] == "[key]":
+        return unknown_key(loc[1:-2], loc[-2], known_keys(loc[1:-2]), path)
+    return f"{_where(error['loc'])}: {error['msg']} (got {_short(error.get('input'))})"
+
+
+def unknown_key(table_path: tuple[str, ...], key: str, known: Iterable[str], path: str | Path | None = None) -> str:
+    """One line for a key the settings file holds and caseforge does not know: the file that holds it, the key
+    in its table, the closest known key."""
+    known = sorted(set(known))
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    elsewhere = key_elsewhere(key) if not close else None
+    renamed = RENAMED.get((*table_path, key))
+    hint = (f"; it is now {renamed}" if renamed else f"; did you mean {close[0]}?" if close else f"; it belongs in {elsewhere}" if elsewhere else
+            f" (known: {', '.join(known)})" if known else "")
+    where = f"[{_dotted(table_path)}] {_dotted((key,))}" if table_path else f"[{_dotted((key,))}]"
+    return f"{_layer_holding((*table_path, key), path)}: unknown setting {where}{hint}"
+
+
+def _dotted(keys: tuple[str, ...]) -> str:
+    """Keys as TOML writes them: llm.steps."casefacts.factuality"."""
+    return ".".join(key if key.replace("_", "").replace("-", "").isalnum() else f'"{key}"' for key in keys)
+
+
+def _layer_holding(keys: tuple[str, ...], path: str | Path | None) -> str:
+    """Which layer of the settings file holds `keys`: a run's overrides, the user's file, or the defaults."""
+    def holds(data: dict) -> bool:
+        for key in keys:
+            if not isinstance(data, dict) or key not in data:
+                return False
+            data = data[key]
+        return True
+
+    if any(holds(layer) for layer in _overrides.get()):
+        return "this run's settings (overrides)"
+    found = user_file(path)
+    if found is not None and holds(read_toml(found)):
+        return f"settings file {found}"
+    return f"settings file {DEFAULTS_FILE}"
 
 
 def _short(value) -> str:
@@ -363,7 +414,7 @@ def file_tables(path: str | Path | None = None) -> dict:
     if path is None:
         load_settings()
     else:
-        _validated(lambda: SettingsFile.model_validate(merged_file(path)))
+        _validated(lambda: SettingsFile.model_validate(merged_file(path)), path, the_file=True)
     return merged_file(path)
 
 

@@ -1,16 +1,27 @@
 """The settings file's tables as typed models, one per table ([llm] with its roles, steps, backends and models,
-[fanout], [upstream], [nightly], [release]); caseforge.settings lays the file's layers over each other and
+[fanout], [upstream], [nightly], [release], [mirror]); caseforge.settings lays the file's layers over each other and
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
+import types
+import typing
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# What a key of the settings file that no table declares does: "allow" keeps it (in the dict views too), as
-# caseforge always has; "forbid" would make it an error. Every table below takes its policy from here.
-UNKNOWN_KEYS = "allow"
+# A key no table declares is an error naming it, its file and the closest known key (caseforge.settings): a
+# misspelt setting must not be ignored.
+UNKNOWN_KEYS = "forbid"
+
+# keys that were renamed: what a file that still has one is told
+RENAMED = {("fanout", "shard_dir"): "[fanout] store (a folder, or a URL such as s3://bucket/prefix: docs/llm.md, "
+                                    "Fan-out)"}
+
+ROLES = ("generator", "validator", "judge", "nli", "system")
+BACKENDS = ("replay", "openai", "llamacpp", "vllm")        # caseforge.llm.backends.REGISTRY's names
+Role = Literal[ROLES]
+BackendName = Literal[BACKENDS]
 
 
 class Table(BaseModel):
@@ -29,13 +40,13 @@ class LlmChoice(Table):
 
 
 class LlmTable(Table):
-    backend: str                                   # replay | openai | llamacpp | vllm
+    backend: BackendName
     model: str | None = None                       # every role's model, unless a role or step names its own
     retry_failed: bool = False                     # ask again, once, the requests a cached failure answered
-    models: dict[str, dict[str, str]] = {}         # backend -> role -> its default model
-    backends: dict[str, LlmChoice] = {}
-    roles: dict[str, LlmChoice] = {}
-    steps: dict[str, LlmChoice] = {}
+    models: dict[BackendName, dict[Role, str]] = {}   # backend -> role -> its default model
+    backends: dict[BackendName, LlmChoice] = {}
+    roles: dict[Role, LlmChoice] = {}
+    steps: dict[str, LlmChoice] = {}               # step names are checked where the pipelines are known
 
 
 class FanoutTable(Table):
@@ -55,6 +66,15 @@ class FanoutTable(Table):
     shard_timeout_s: float
     max_submissions: int
     check_timeout_s: float
+
+
+class MirrorTable(Table):
+    """Publishing the Parquet mirror to a store after each run (README "The Parquet mirror")."""
+
+    publish: str = ""
+    endpoint_url: str = ""
+    keep: int = Field(3, ge=2)              # the current generation and the one before it, at least
+    check_timeout_s: float = Field(45.0, gt=0)
 
 
 class UpstreamTable(Table):
@@ -77,10 +97,12 @@ class NightlyTable(Table):
 
 
 class ReleaseTable(Table):
-    """The cutoff of every release's fresh split (caseforge/release/fresh.py)."""
+    """The cutoff of every release's fresh split (caseforge/release/fresh.py), and the endpoint of an
+    S3-compatible server releases are written to (caseforge/release/stored.py)."""
 
     fresh_after: str = ""
     fresh_months: int = 12
+    store_endpoint_url: str = ""
 
     @field_validator("fresh_after", mode="before")
     @classmethod
@@ -97,3 +119,54 @@ class SettingsFile(Table):
     upstream: UpstreamTable
     nightly: NightlyTable = NightlyTable()
     release: ReleaseTable = ReleaseTable()
+    mirror: MirrorTable = MirrorTable()
+
+
+# --- what the tables declare, for the errors that name an unknown key (caseforge.settings.unknown_key) ---
+
+def known_keys(table_path: tuple[str, ...]) -> list[str]:
+    """The keys the tables declare at `table_path` of the settings file (() for its tables)."""
+    node = _node_at(table_path)
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return list(node.model_fields)
+    if typing.get_origin(node) is dict and typing.get_origin(typing.get_args(node)[0]) is Literal:
+        return list(typing.get_args(typing.get_args(node)[0]))
+    return []
+
+
+def key_elsewhere(key: str) -> str | None:
+    """Where a key the tables declare in another table belongs (`[llm.backends.<name>] options`), or None."""
+    found = _declared(SettingsFile, ())
+    return next((f"[{'.'.join(path)}] {key}" for path, name in found if name == key), None)
+
+
+def _node_at(table_path: tuple[str, ...]):
+    node: Any = SettingsFile
+    for part in table_path:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            node = node.model_fields[part].annotation if part in node.model_fields else None
+        elif typing.get_origin(node) is dict:
+            node = typing.get_args(node)[1]
+        node = _without_none(node)
+    return node
+
+
+def _declared(node, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """(table path, key) of every key the tables declare, a table of free names shown as <name>."""
+    node = _without_none(node)
+    if typing.get_origin(node) is dict:
+        return _declared(typing.get_args(node)[1], (*path, "<name>"))
+    if not (isinstance(node, type) and issubclass(node, BaseModel)):
+        return []
+    found = []
+    for name, field in node.model_fields.items():
+        found.append((path, name))
+        found += _declared(field.annotation, (*path, name))
+    return found
+
+
+def _without_none(annotation):
+    """`X | None` as X."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1
+    return args[0] if optional else annotation

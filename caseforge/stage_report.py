@@ -6,6 +6,12 @@ from dataclasses import asdict, dataclass, field
 
 from caseforge.stopping import StopRequest
 
+# Known problems (issue 36): records quarantined before for the same reason, in payloads that have not changed;
+# counted, never failures: a night with nothing new is green and still says they are there.
+KNOWN = "known_problems"                        # records
+KNOWN_PAYLOADS = "known_problem_payloads"       # payloads holding them (those the ledger skipped or recorded)
+KNOWN_SINCE = "known_problems_since_run"        # the earliest run that quarantined one of them (not a sum)
+
 
 @dataclass
 class StageReport:
@@ -20,6 +26,14 @@ class StageReport:
 
     def add(self, counter: str, n: int = 1) -> None:
         self.counts[counter] = self.counts.get(counter, 0) + n
+
+    def known_problems(self, records: int, payloads: int = 0, since: int | None = None) -> None:
+        """Count known problems: `records` quarantined before (since run `since`), in `payloads`."""
+        self.add(KNOWN, records)
+        if payloads:
+            self.add(KNOWN_PAYLOADS, payloads)
+        if since is not None:
+            self.counts[KNOWN_SINCE] = min(self.counts.get(KNOWN_SINCE, since), since)
 
     def fail(self, reason: str) -> None:
         self.failures.append(reason)
@@ -48,3 +62,18 @@ class StageReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def known_problems_text(records: int, payloads: int = 0, since: int | None = None) -> str:
+    """'known problems: 3 records in 2 payloads, since run 7' (the summary's, the CLI's and status's line)."""
+    text = f"known problems: {records} record{'s' if records != 1 else ''}"
+    if payloads:
+        text += f" in {payloads} payload{'s' if payloads != 1 else ''}"
+    return text + (f", since run {since}" if since is not None else "")
+
+
+def known_problems_of(counts: dict) -> str | None:
+    """The known-problems line of a report's counts, or None when it counted none."""
+    if not counts.get(KNOWN):
+        return None
+    return known_problems_text(counts[KNOWN], counts.get(KNOWN_PAYLOADS, 0), counts.get(KNOWN_SINCE))

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         handlers=[_CurrentStderrHandler()],
     )
     logging.getLogger("caseforge").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    for noisy in ("httpx", "httpcore", "great_expectations"):
+    for noisy in ("httpx", "httpcore", "great_expectations", "botocore", "aiobotocore", "s3fs"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
     if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
@@ -132,6 +132,11 @@ def _quiet_about_lost_stops(hook):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from caseforge.flows.settings_check import settings_problems
+
+    problems = settings_problems(nightly=args.command == "run")     # before any work starts
+    if problems:
+        raise common.CommandError(problems)
     try:
         return args.handler(args) or 0
     except Exception as exc:

@@ -13,6 +13,7 @@ import sys
 from typing import Iterable
 
 from caseforge.errors import CommandFailed
+from caseforge.stage_report import known_problems_of
 
 __all__ = ["ArgumentParser", "FORMATS", "CommandError", "CommandFailed", "add_db_option", "add_entry_subcommands",
            "add_format_option",
@@ -73,6 +74,23 @@ def quiet_stdout() -> None:
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="DuckDB file (default: $CASEFORGE_DB or data/caseforge.duckdb)")
+
+
+def add_mirror_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mirror", metavar="URL",
+                        help="answer from the mirror published at URL (s3://bucket/prefix, gs://..., file://...; "
+                             "[mirror] publish on the machine that runs the nightly), from any machine with read "
+                             "credentials, instead of a warehouse on this one")
+
+
+def open_query(args: argparse.Namespace, settings, bounds=None):
+    """The sandboxed query connection a command asked for: on the published mirror `--mirror URL` names, else
+    on the warehouse (or its local mirror while a run holds it). Returns (connection, mode)."""
+    from caseforge.warehouse.query import open_for_query, open_published_for_query
+
+    if getattr(args, "mirror", None):
+        return open_published_for_query(args.mirror, bounds, settings.file.mirror.endpoint_url or None)
+    return open_for_query(settings.db_path, settings.parquet_dir, bounds)
 
 
 # Every command that prints rows offers these: a table for people (numbers rounded, times to the second), csv
@@ -158,9 +176,16 @@ class _NoExceptionRecords(logging.Filter):
 _QUIET = _NoExceptionRecords()
 
 
+# A run's Failed state as Prefect logs it, whose message goes on past its count of problems ("builder x
+# quarantined: 2 problems, first: ...; last: ...", "nightly 3: 2 stage(s) failed (...), 5 problem(s): ...").
+_FAILED_WITH_PROBLEMS = re.compile(r"(Finished in state Failed\((['\"]).*?\b\d+ problem(?:s|\(s\))?)[:,] .*(\2\))",
+                                   re.S)
+
+
 class _WithoutTraceback(logging.Formatter):
-    """A terminal handler's formatter minus the traceback: the record itself is left whole, so Prefect's
-    API handler (the run log in the UI) still gets it."""
+    """A terminal handler's formatter minus the traceback, and minus the problems a Failed state's message
+    lists after their count (the command lists each once at its end): the record itself is left whole, so
+    Prefect's API handler (the run log in the UI) still gets it."""
 
     def __init__(self, inner: logging.Formatter):
         super().__init__()
@@ -170,6 +195,11 @@ class _WithoutTraceback(logging.Formatter):
         if record.exc_info or record.exc_text or record.stack_info:
             record = logging.makeLogRecord(record.__dict__)
             record.exc_info = record.exc_text = record.stack_info = None
+        if record.name.startswith(("prefect.flow_runs", "prefect.task_runs")):
+            message = record.getMessage()
+            shorter = _FAILED_WITH_PROBLEMS.fullmatch(message)
+            if shorter is not None:
+                record = logging.makeLogRecord({**record.__dict__, "msg": shorter[1] + shorter[3], "args": ()})
         return self.inner.format(record)
 
 
@@ -254,6 +284,10 @@ def run_flow(flow, summary_to=None, **kwargs) -> dict:
     report = flow_report(flow.name, state)
     counts = ", ".join(f"{k}={v}" for k, v in sorted(report["counts"].items()))
     print(f"{report['name']} (run {report['run_id']}): {counts}", file=summary_to or sys.stdout)
+    known = known_problems_of(report["counts"])
+    if known:
+        print(f"{report['name']}: {known} (not failures: unchanged since; --reparse tries them again)",
+              file=summary_to or sys.stdout)
     if not state.is_completed():
         reasons = report["failures"] or [state.message or "failed"]
         if len(reasons) > MAX_REASONS_PRINTED:

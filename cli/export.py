@@ -1,5 +1,5 @@
-"""`caseforge export DATASET --out DIR`: a release (Parquet + JSONL, dataset card, croissant.json, manifest) written
-into DIR; one subcommand per release in caseforge.flows.registry.RELEASES."""
+"""`caseforge export DATASET --out DIR|URL`: a release (Parquet + JSONL, dataset card, croissant.json, manifest) written
+into DIR, or to a store URL (caseforge.release.stored); one subcommand per release in caseforge.flows.registry.RELEASES."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         one = releases.add_parser(name, help=release.description)
         one.add_argument("--out", required=True,
                          help="the release folder to write: a new or empty folder, or an earlier release of this "
-                              "dataset, which is replaced as a whole (anything else is refused)")
+                              "dataset, which is replaced as a whole (anything else is refused); or a store URL "
+                              "(s3://bucket/prefix, gs://bucket/prefix) holding nothing or this dataset's releases")
         add_db_option(one)
         one.set_defaults(handler=run)
 
@@ -22,14 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from caseforge.settings import load_settings
     from caseforge.outputs import check_output_path
+    from caseforge.release.stored import is_store_url, local_folder, prepare_store_release
     from caseforge.release.writer import prepare_release_folder
     from caseforge.warehouse.connection import open_warehouse
 
     settings = load_settings(args.db)
     # refused before anything is read (caseforge.outputs): the warehouse's own files, a symbolic link, a
-    # folder holding anything but this dataset's earlier release
-    out = check_output_path(args.out, settings, f"the {args.dataset} release", replaced=True)
-    prepare_release_folder(out, args.dataset)
+    # folder holding anything but this dataset's earlier release; on a store, one that cannot be written
+    if is_store_url(args.out):
+        out = args.out
+        prepare_store_release(out, args.dataset)
+    else:
+        out = check_output_path(local_folder(args.out), settings, f"the {args.dataset} release", replaced=True)
+        prepare_release_folder(out, args.dataset)
     with open_warehouse(settings.db_path, read_only=True) as con:
         try:
             release = registry.RELEASES[args.dataset].write(con, out)

@@ -6,7 +6,8 @@ import fnmatch
 import importlib.util
 import sys
 
-from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, notes_out,
+from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, add_format_option, add_mirror_option,
+                                  notes_out, open_query,
                                   unknown_value)
 from caseforge.cli.rows import print_rows, spool_query_answer
 from caseforge.llm.backends import REGISTRY
@@ -62,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats.add_argument("--step", help="one step only")
     add_format_option(stats)
     add_db_option(stats)
+    add_mirror_option(stats)
     stats.set_defaults(handler=run_stats)
 
     export = commands.add_parser("export-replay", help="write cached answers as a replay file (JSONL)")
@@ -240,10 +242,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from caseforge.warehouse.query import open_for_query
     from caseforge.warehouse.statements import sql_text
     settings = load_settings(args.db)
-    con, _ = open_for_query(settings.db_path, settings.parquet_dir)
+    con, _ = open_query(args, settings)
     try:
         check_step(args.step, con)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})

@@ -6,7 +6,13 @@ import sys
 
 from caseforge.cli.common import (CommandFailed, add_db_option, add_llm_cache_options, flow_report, flows_session,
                                   unknown_value)
+from caseforge.cli.rows import print_rows
 from caseforge.flows import registry
+
+
+# The stage table on the terminal (summary.md has every column)
+STAGE_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined", "llm_calls",
+                 "problems", "note"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_nightly_command(args: argparse.Namespace) -> int:
     from caseforge.flows.nightly import nightly_refresh
-    from caseforge.flows.nightly_report import NOTHING_REBUILT
+    from caseforge.flows.nightly_report import MAX_PROBLEMS_LISTED, NOTHING_REBUILT, PROBLEM_COLUMNS, problems_once
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     for name in sources or ():
@@ -41,13 +47,22 @@ def run_nightly_command(args: argparse.Namespace) -> int:
                                 reparse=args.reparse, return_state=True)
     sys.stdout.flush()
     data = flow_report("nightly flow", state)
-    for row in data["stages"]:
-        print(f"{row['stage']:8} {row['name']:14} {row['status']:11} fetched={row['fetched']} "
-              f"new_payloads={row['new_payloads']} new={row['new']} changed={row['changed']} "
-              f"quarantined={row['quarantined']} llm_calls={row['llm_calls']} {row['note']}")
+    print()
+    print_rows(STAGE_COLUMNS, [[row.get(c) for c in STAGE_COLUMNS] for row in data["stages"]], "table")
     if not data["rebuilt"]:
         print(NOTHING_REBUILT)
+    problems = data.get("problems") or []
+    if problems:
+        print(f"\nProblems ({len(data['failures'])}; each rule a record broke, beside the value that broke it):")
+        print_rows(PROBLEM_COLUMNS, problems_once(problems), "table")
+        if len(data["failures"]) > MAX_PROBLEMS_LISTED:
+            print(f"…and {len(data['failures']) - MAX_PROBLEMS_LISTED} more problems, not listed here "
+                  "(`caseforge sql` on ops.quarantine)")
     print(f"summary: {data['run_dir']}/summary.md")
     if state.is_completed():
         return 0
-    raise CommandFailed(data["failures"] or [state.message or "nightly failed"])
+    if not problems:               # no list above: the reasons themselves
+        raise CommandFailed(data["failures"] or [state.message or "nightly failed"])
+    failed = [f"{row['stage']} {row['name']}" for row in data["stages"] if row["status"] in ("failed", "quarantined")]
+    raise CommandFailed([f"nightly {data['run_id']}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
+                         f"{len(data['failures'])} problem(s), listed above"])

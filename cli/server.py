@@ -85,7 +85,8 @@ def run_status(args: argparse.Namespace) -> int:
     elif state is None:
         print(f"no local Prefect server running (state: {local_server.Paths.of(_home()).home})")
     else:
-        print(f"running: {state['api_url']} (pid {state['pid']}, Prefect {state['prefect_version']}, "
+        print(f"running: {state['api_url']} (pid {state['pid']}, Prefect {state['prefect_version']}, caseforge "
+              f"{state.get('caseforge_version', '?')}, virtual environment {state.get('venv', '?')}, "
               f"since {state['started_at']}, {'in use' if state['in_use'] else 'idle'}, stops after "
               f"{state['idle_timeout_s']:g} s unused; state and log in {state['state_dir']})")
     if user and args.format != "json":

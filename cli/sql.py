@@ -7,11 +7,12 @@ import dataclasses
 
 import duckdb
 
-from caseforge.cli.common import CommandError, add_db_option, add_format_option, one_line
+from caseforge.cli.common import (CommandError, add_db_option, add_format_option, add_mirror_option, one_line,
+                                  open_query)
 from caseforge.cli.rows import spool_query_answer
 from caseforge.settings import load_settings
 from caseforge.warehouse.mirror import MIRRORED_OPS_TABLES
-from caseforge.warehouse.query import QueryBounds, open_for_query
+from caseforge.warehouse.query import QueryBounds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sql.add_argument("--timeout", type=float, metavar="S",
                      help="stop the statement after S seconds (default: $CASEFORGE_QUERY_TIMEOUT_S or 60; 0: never)")
     add_db_option(sql)
+    add_mirror_option(sql)
     sql.set_defaults(handler=run_sql_command)
 
 
@@ -31,7 +33,7 @@ def run_sql_command(args: argparse.Namespace) -> int:
         if args.timeout < 0:
             raise CommandError([f"--timeout must be 0 (no limit) or more seconds, not {args.timeout:g}"])
         bounds = dataclasses.replace(bounds, timeout_s=args.timeout)
-    con, mode = open_for_query(settings.db_path, settings.parquet_dir, bounds)
+    con, mode = open_query(args, settings, bounds)
     try:
         # DuckDB's own parser counts the statements: several in one call run none (which result would
         # be shown, and which of the others ran, is not something a reader should have to guess)
@@ -45,9 +47,12 @@ def run_sql_command(args: argparse.Namespace) -> int:
         try:
             cursor = con.execute(args.query)
         except duckdb.CatalogException as exc:
-            if mode != "parquet":
+            if mode not in ("parquet", "published"):
                 raise
             ops = ", ".join(f"ops.{t}" for t in MIRRORED_OPS_TABLES)
+            if mode == "published":
+                raise CommandError([f"{one_line(exc)} (not in the published mirror {args.mirror}: it has "
+                                     f"curated.* and {ops})"]) from exc
             raise CommandError([f"{one_line(exc)} (not in the Parquet mirror, which answers while a run holds "
                                  f"{settings.db_path}: it has curated.* and {ops}; ask again when the run is "
                                  "over)"]) from exc

@@ -6,7 +6,8 @@
 # Pools: caseforge-cpu (process) runs the nightly, the builders and the evaluations; caseforge-gpu runs the
 # shards of their LLM steps (deployment llm-shard/gpu). GPU_POOL_TYPE chooses its type: docker (default) or
 # kubernetes need the worker packages (`pip install -e .[workers]`, pinned in requirements-workers.lock);
-# kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template; process suits
+# kubernetes pools get deployments/gpu/k8s-job-template.yaml as their base job template (with
+# CASEFORGE_FANOUT_STORE, when set here, as the default of its `store` variable: the pods' shard store); process suits
 # GPU machines that run `prefect worker start --pool caseforge-gpu` themselves.
 #
 # Global concurrency limits, one per upstream host (upstream-<host name>), bound how many runs (on any
@@ -24,8 +25,8 @@
 # Zombie shard runs (flows/zombie_runs.py): an automation marks an LLM shard run Crashed when its flow-run
 # heartbeats stop for three heartbeats (CASEFORGE_ZOMBIE_WINDOW_S, default 90).
 #
-# PYTHON defaults to the project's .venv/bin/python and PREFECT to the prefect beside it (what `make setup`
-# installs), so neither needs to be on PATH.
+# PYTHON defaults to the project's .venv/bin/python (what `make setup` installs), so neither it nor prefect needs
+# to be on PATH; everything is made by that Python in one process (caseforge.flows.server_setup).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -34,42 +35,25 @@ GPU_POOL_TYPE="${GPU_POOL_TYPE:-docker}"   # docker | kubernetes | process
 if [ -z "${PYTHON:-}" ]; then
   if [ -x "$ROOT/.venv/bin/python" ]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON="$(command -v python3 || true)"; fi
 fi
-if [ -z "${PREFECT:-}" ]; then
-  beside="$(dirname "$(command -v "$PYTHON" || echo "$PYTHON")")/prefect"
-  if [ -x "$beside" ]; then PREFECT="$beside"; else PREFECT="$(command -v prefect || true)"; fi
-fi
-if [ -z "$PREFECT" ] || [ -z "$PYTHON" ]; then
-  echo "setup.sh: prefect not found beside ${PYTHON:-python3} nor on PATH: run 'make setup' in $ROOT (it makes .venv), or set PYTHON=/path/to/venv/bin/python" >&2
+if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("prefect") and u.find_spec("caseforge")))' 2>/dev/null; then
+  echo "setup.sh: no Python with prefect and caseforge at ${PYTHON:-python3}: run 'make setup' in $ROOT (it makes .venv), or set PYTHON=/path/to/venv/bin/python" >&2
   exit 2
 fi
 
-pool() {  # name type [extra arguments of `prefect work-pool create`]
-  if $PREFECT work-pool inspect "$1" >/dev/null 2>&1; then
-    echo "work pool $1 exists"
-  else
-    $PREFECT work-pool create "$@"
-  fi
+# What to make, collected here and made by one Python process (caseforge.flows.server_setup): each `prefect`
+# command would import Prefect again.
+pools=()
+limits=()
+pool() {  # name type [base job template: JSON or YAML]
+  pools+=("--pool=$1=$2${3:+:$3}")
 }
-
 limit() {  # name limit
-  if $PREFECT global-concurrency-limit inspect "$1" >/dev/null 2>&1; then
-    echo "concurrency limit $1 exists"
-  else
-    $PREFECT global-concurrency-limit create "$1" --limit "$2"
-  fi
+  limits+=("--limit=$1=$2")
 }
 
-pool caseforge-cpu --type process
-if [ "$GPU_POOL_TYPE" = kubernetes ]; then
-  template="$(mktemp --suffix .json)"
-  "$PYTHON" -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], "w"))' \
-    "$HERE/gpu/k8s-job-template.yaml" "$template"
-  gpu_args=(--type kubernetes --base-job-template "$template")
-else
-  gpu_args=(--type "$GPU_POOL_TYPE")
-fi
-pool caseforge-gpu "${gpu_args[@]}" \
-  || echo "warning: could not create the $GPU_POOL_TYPE pool caseforge-gpu (pip install -e .[workers])" >&2
+pool caseforge-cpu process
+if [ "$GPU_POOL_TYPE" = kubernetes ]; then gpu_template="$HERE/gpu/k8s-job-template.yaml"; else gpu_template=""; fi
+pool caseforge-gpu "$GPU_POOL_TYPE" "$gpu_template"
 
 # upstream host -> at most this many flow runs fetching from it at once
 limit upstream-api.oyez.org 1
@@ -77,8 +61,6 @@ limit upstream-hudoc.echr.coe.int 1
 limit upstream-ks.echr.coe.int 1          # the case-law guides (tasks/guides/ingest.py)
 limit upstream-wenshu.court.gov.cn 1
 
-# shard runs whose worker died are marked Crashed (Prefect's flow-run heartbeats)
-"$PYTHON" -m caseforge.flows.zombie_runs
-
-# who hears of a failed or crashed run
-"$PYTHON" -m caseforge.flows.notifications
+# the pools, the limits, then the automation that marks shard runs Crashed when their worker died (Prefect's
+# flow-run heartbeats) and who hears of a failed or crashed run
+"$PYTHON" -m caseforge.flows.server_setup "${pools[@]}" "${limits[@]}"

@@ -33,7 +33,8 @@ from caseforge.settings import table as settings_table
 from caseforge.flows.local_server import URL_ENV as LOCAL_URL_ENV
 from caseforge.llm import fanout
 from caseforge.llm.worker import answer_shard as answer_on_this_machine
-from caseforge.store import endpoint_from_environment, open_store
+from caseforge.llm.worker import worker_store
+from caseforge.store import endpoint_from_environment
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
@@ -47,7 +48,7 @@ def answer_shard(step: str, store: str, shard: str, backend: str | None, model: 
     environment."""
     endpoint = (endpoint_from_environment() or str(settings_table("fanout").get("store_endpoint_url") or "")
                 or store_endpoint_url)
-    shard_store = open_store(store, endpoint or None)
+    shard_store = worker_store(store, endpoint or None)     # CASEFORGE_FANOUT_STORE, when set, bounds where it goes
     shard_store.check(write=False)         # a store this machine cannot use: one line in the run's log
     # a process worker hands its name to the flow runs it starts; other workers' runs name their host
     worker = {"flow_run_id": current_flow_run.id,

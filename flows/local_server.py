@@ -6,8 +6,9 @@ until it has been idle (no command using it) for CASEFORGE_PREFECT_SERVER_IDLE_S
 or until `caseforge server stop`. Its state lives beside the Prefect database it serves, in
 $PREFECT_HOME/caseforge-server/:
 
-- server.json   who owns the server: the pid of its one process, its API URL, Prefect version, a hash of
-                its database URL, when it started, its idle timeout, "starting" or "ready"
+- server.json   who owns the server: the pid of its one process, its API URL, Prefect and caseforge versions,
+                the virtual environment (sys.prefix) of the command that started it, a hash of its
+                database URL, when it started, its idle timeout, "starting" or "ready"
 - start.lock    flock'ed by whoever decides (start a server, reuse it, retire it, stop it)
 - leases.lock   every command using the server holds a shared flock on it; the kernel drops it however the
                 command ends (SIGKILL included), so a killed command never keeps the server up, and the
@@ -18,7 +19,8 @@ The server is one process (`python -m caseforge.flows.local_server serve HOME ID
 API app under uvicorn, on a loopback port the process bound itself (no port race), with the settings of
 Prefect's temporary server (no UI, the services a temporary server runs), plus a thread that watches the
 leases. Killing it kills everything it started. A state file whose process is gone is stale and replaced;
-a server of another Prefect version or database is left alone and not reused.
+a server of another Prefect or caseforge version, database or virtual environment is left alone and not
+reused (the command says so and runs on a temporary server of its own).
 
 Nothing of Prefect at import: the server process daemonizes (fork) before it imports Prefect.
 """
@@ -53,6 +55,10 @@ MARKER = "caseforge.flows.local_server"        # in the server process's command
 # What Prefect's temporary server runs with (prefect.server.api.server.SubprocessASGIServer): no UI, and
 # only the services a temporary server runs.
 SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+IDENTITY_NAMES = {"prefect_version": "Prefect version", "caseforge_version": "caseforge version",
+                  "database": "database", "venv": "virtual environment"}
 
 
 class LocalServerError(RuntimeError):
@@ -102,6 +108,15 @@ class Paths:
         return self.home / "server.log"
 
 
+def caseforge_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("caseforge")
+    except PackageNotFoundError:           # a source tree run without installing it
+        return "unknown"
+
+
 def database_key(connection_url: str) -> str:
     """What identifies the database in the state file: a hash (a PostgreSQL URL may carry a password)."""
     return hashlib.sha256(connection_url.encode()).hexdigest()[:16]
@@ -142,7 +157,8 @@ def decide(state: dict | None, alive: bool, identity: dict) -> str:
     """What a command does with the server a state file names:
 
     - "start"   no state, or its process is gone (stale): start a server
-    - "foreign" another Prefect version or database: leave it alone, do not reuse it
+    - "foreign" another Prefect or caseforge version, database or virtual environment (any key of
+                `identity` differs): leave it alone, do not reuse it
     - "wait"    still starting (its starter gave up waiting or died): wait for it
     - "reuse"   ready: use it (after a health check)"""
     if state is None or not alive:
@@ -270,7 +286,7 @@ def ensure(prefect_home: str | Path, identity: dict, env, idle_s: float, timeout
         alive = state is not None and owns(state["pid"], paths)
         action = decide(state, alive, identity)
         if action == "foreign":
-            differs = ", ".join(f"{key} {state.get(key)!r} (this command: {value!r})"
+            differs = ", ".join(f"{IDENTITY_NAMES.get(key, key)} {state.get(key)!r} (this command: {value!r})"
                                 for key, value in identity.items() if state.get(key) != value)
             raise LocalServerError(f"the local Prefect server (pid {state['pid']}) has another {differs}; "
                                    f"not reused (`caseforge server stop` stops it)")

@@ -28,8 +28,11 @@ def stage_state(outcome: StageOutcome):
     quarantined), so the task run shows Failed in the UI while the nightly goes on with the others."""
     if not outcome.failed:
         return outcome
-    reasons = outcome.failures or [outcome.status]
-    summary = reasons[0] if len(reasons) == 1 else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}"
+    reasons = outcome.failures
+    if not reasons:
+        return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}", outcome)
+    summary = (f"1 problem: {reasons[0]}" if len(reasons) == 1
+               else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}")
     return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {summary}", outcome)
 
 
@@ -75,6 +78,13 @@ def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> Sta
     return outcome_of(state)
 
 
+def _release_location(release_dir: str | None) -> Path | str | None:
+    """--release-dir as a folder, or as the store URL it is (a Path would fold `s3://` into `s3:/`)."""
+    from caseforge.release.stored import is_store_url
+
+    return None if not release_dir else release_dir if is_store_url(release_dir) else Path(release_dir)
+
+
 @flow(name="nightly", log_prints=True)
 @ends_as_stopped
 def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_dir: str | None = None,
@@ -84,18 +94,19 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
     way to choose models, caps and fan-out). `reparse`: every source parses all its payloads again, also
     those its parser version already loaded (after a parser fix that kept its version)."""
-    from caseforge.flows.nightly_report import publish_artifacts, quality_rows
+    from caseforge.flows.nightly_report import problem_rows, publish_artifacts, quality_rows
 
     warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                             release_dir=Path(release_dir) if release_dir else None, sources=sources, force=force,
+                             release_dir=_release_location(release_dir), sources=sources, force=force,
                              reparse=reparse)
     with overriding(settings):
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
-        publish_artifacts(result, quality_rows(con))
+        problems = problem_rows(con, result)
+        publish_artifacts(result, quality_rows(con), problems)
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
-    data = result.to_dict()
+    data = {**result.to_dict(), "problems": problems}
     if result.ok:
         return Completed(message=f"nightly {result.run_id}: ok", data=data)
     failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -13,6 +14,7 @@ from caseforge.artifacts import publish_link, publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
+from caseforge.stage_report import known_problems_of
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
@@ -20,7 +22,11 @@ log = logging.getLogger(__name__)
 LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
-                   "llm_calls", "cache_hits", "duration_s", "note"]
+                   "known_problems", "llm_calls", "cache_hits", "duration_s", "problems", "note"]
+# The night's problems, each once: the stage, the record (a quarantined row's table and key), each rule it broke
+# and the value that broke it, quoted and shortened.
+PROBLEM_COLUMNS = ["stage", "record", "rule", "text"]
+TEXT_SHOWN = 60                # characters of a quarantined value quoted beside its rule
 QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected",
                    "batches"]
 
@@ -33,6 +39,82 @@ def quality_rows(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 def summary_table(result) -> list[dict]:
     return [o.summary_row() for o in result.outcomes]
+
+
+# How caseforge.load names a row the gate quarantined: "<table> <key column>=<key>: <rule>; <rule>; ..."
+_RECORD = re.compile(r"(?P<table>[a-z][a-z0-9_]*) (?P<key_column>[a-z_][a-z0-9_]*)=(?P<key>\S+): (?P<rules>.+)", re.S)
+# One rule as caseforge.gate describes it: "expect_... [on <column>] [{kwargs}]"
+_RULE = re.compile(r"(?P<rule>expect_[a-z0-9_]+)(?: on (?P<column>\w+))?(?: (?P<kwargs>\{.*\}))?", re.S)
+
+
+def quoted(value, limit: int = TEXT_SHOWN) -> str:
+    """A quarantined value as the summary quotes it: one line, cut to `limit` characters."""
+    text = " ".join(str(value).split())
+    return f'"{text if len(text) <= limit else text[:limit - 1] + "…"}"'
+
+
+def _rule_column(rule: str) -> str | None:
+    """The column whose value broke `rule` (a pair rule: its first column)."""
+    found = _RULE.fullmatch(rule)
+    if found is None:
+        return None
+    if found["column"]:
+        return found["column"]
+    try:
+        return json.loads(found["kwargs"] or "{}").get("column_A")
+    except ValueError:
+        return None
+
+
+def _quarantined_rows(con: duckdb.DuckDBPyConnection, run_id: int, records: list[tuple[str, str]]) -> dict:
+    """(table, key) -> the row data of that record as the night quarantined it ({} when none is kept)."""
+    if not records:
+        return {}
+    found = {}
+    for table, key, row_data in run_sql(con, "ops/quarantined_row_data.sql",
+                                        [sorted({f"{t} {k}" for t, k in records}), run_id]).fetchall():
+        try:
+            data = json.loads(row_data) if row_data else {}
+        except ValueError:
+            data = {}
+        found[(table, key)] = data if isinstance(data, dict) else {}
+    return found
+
+
+MAX_PROBLEMS_LISTED = 200      # problems listed by name in summary.md, the artifact and the command's table
+
+
+def problem_rows(con: duckdb.DuckDBPyConnection, result, limit: int = MAX_PROBLEMS_LISTED) -> list[dict]:
+    """The night's first `limit` problems, each once (PROBLEM_COLUMNS), one row per rule it broke: a row the
+    gate quarantined is named by its table and key, each rule beside the value that broke it (read back from
+    ops.quarantine); any other problem is its reason."""
+    problems = [(f"{o.stage} {o.name}", reason, _RECORD.fullmatch(reason))
+                for o in result.outcomes if o.failed for reason in o.failures or [o.status]][:limit]
+    quarantined = _quarantined_rows(con, result.run_id, [(f["table"], f["key"]) for _, _, f in problems if f])
+    rows = []
+    for stage, reason, found in problems:
+        if found is None:
+            rows.append({"stage": stage, "record": "", "rule": reason, "text": ""})
+            continue
+        data = quarantined.get((found["table"], found["key"]), {})
+        record = f"{found['table']} {found['key_column']}={found['key']}"
+        for rule in re.split(r"; (?=expect_)", found["rules"]):
+            column = _rule_column(rule)
+            text = quoted(data[column]) if column in data and data[column] is not None else ""
+            rows.append({"stage": stage, "record": record, "rule": rule, "text": text})
+    return rows
+
+
+def problems_once(rows: list[dict]) -> list[list]:
+    """Problem rows as a table shows them: a stage, a record and a quoted value each on their first row only."""
+    shown, last = [], (None, None, None)
+    for row in rows:
+        stage = "" if row["stage"] == last[0] else row["stage"]
+        same_record = bool(row["record"]) and (row["stage"], row["record"]) == last[:2]
+        text = "" if same_record and row["text"] == last[2] else row["text"]
+        shown.append([stage, "" if same_record else row["record"], row["rule"], text])
+        last = (row["stage"], row["record"], row["text"])
+    return shown
 
 
 def quality_markdown(quality: list[dict]) -> str:
@@ -50,12 +132,34 @@ def verdict(result) -> str:
     return f"{said}, {NOTHING_REBUILT}" if not result.rebuilt() else said
 
 
-def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None) -> str:
-    """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md)."""
+def known_problem_lines(result) -> list[str]:
+    """'source cn: known problems: 1 record in 1 payload, since run 3', one per stage that counted any."""
+    lines = []
+    for outcome in result.outcomes:
+        known = known_problems_of(outcome.counts)
+        if known:
+            lines.append(f"{outcome.stage} {outcome.name}: {known}")
+    return lines
+
+
+def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None,
+                     problems: list[dict] | None = None) -> str:
+    """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md).
+    `problems`: problem_rows (default: each failure line as its own row, with no quoted text)."""
     parts = [f"# Nightly run {result.run_id}: {verdict(result)}", "",
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
-        parts += ["## Problems", ""] + [f"- {line}" for line in result.failures()[:100]] + [""]
+        if problems is None:
+            problems = [{"stage": line.split(": ", 1)[0], "record": "", "rule": line.split(": ", 1)[-1], "text": ""}
+                        for line in result.failures()[:MAX_PROBLEMS_LISTED]]
+        parts += ["## Problems", "", md_table(PROBLEM_COLUMNS, problems_once(problems)), ""]
+        if len(result.failures()) > MAX_PROBLEMS_LISTED:
+            parts += [f"…and {len(result.failures()) - MAX_PROBLEMS_LISTED} more problems, not listed here "
+                      "(`caseforge sql` on ops.quarantine)", ""]
+    known = known_problem_lines(result)
+    if known:
+        parts += ["## Known problems (quarantined before, unchanged since: not failures of this run)", ""] + \
+            [f"- {line}" for line in known] + [""]
     parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
     if result.links:
         parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in
@@ -68,13 +172,16 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
     return "\n".join(parts)
 
 
-def publish_artifacts(result, quality: list[dict]) -> None:
-    """The run's artifacts: summary table, quality, plots, and links to the release folders, the quality
-    table's Parquet mirror and the run's folder."""
-    # the verdict in plain words: the problems themselves (rule names, JSON) are in the rows' notes and summary.md
+def publish_artifacts(result, quality: list[dict], problems: list[dict] | None = None) -> None:
+    """The run's artifacts: summary table, problems, quality, plots, and links to the release folders, the
+    quality table's Parquet mirror and the run's folder."""
+    # the verdict in plain words: the problems themselves (rules, quoted values) are in nightly-problems
     verdict = "ok" if result.ok else (f"FAILED: {', '.join(f'{o.stage} {o.name}' for o in result.outcomes if o.failed)}"
-                                      f" ({len(result.failures())} problem(s), listed in the rows' notes)")
+                                      f" ({len(result.failures())} problem(s), listed in nightly-problems)")
     publish_table("nightly-summary", summary_table(result), f"Nightly run {result.run_id}: {verdict}")
+    if problems:
+        publish_table("nightly-problems", problems, f"Nightly run {result.run_id}: each problem, with each rule "
+                                                    "it broke and the value that broke it")
     publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
                      "ops.quality_results per table, summed over the batches of the run that last validated it")
     if result.plots:
@@ -183,7 +290,8 @@ def write_run_dir(con, result, plots: dict) -> None:
             path.write_bytes(png)
             result.plots[name] = (title, path)
     (result.run_dir / "summary.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
-    (result.run_dir / "summary.md").write_text(summary_markdown(result, quality_rows(con)))
+    (result.run_dir / "summary.md").write_text(summary_markdown(result, quality_rows(con),
+                                                                problems=problem_rows(con, result)))
     point_latest_at(result.run_dir)
 
 

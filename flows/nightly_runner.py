@@ -25,10 +25,13 @@ from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_
 from caseforge.flows import registry
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
+from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
+from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
 from caseforge.settings import Settings, load_settings
-from caseforge.stage_report import StageReport
+from caseforge.stage_report import KNOWN, StageReport
 from caseforge.stopping import RunStopped, stop_of
+from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
 from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql, table_exists
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StageOutcome:
-    stage: str                  # source | builder | export
+    stage: str                  # source | builder | evaluation | export | publish (the mirror, after the run)
     name: str
     status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
     counts: dict[str, int] = field(default_factory=dict)
@@ -56,9 +59,11 @@ class StageOutcome:
             "stage": self.stage, "name": self.name, "status": self.status,
             "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
             "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
+            "known_problems": c.get(KNOWN, 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
             "duration_s": round(self.duration_s, 2),
-            "note": "; ".join([*self.failures[:3], *([self.note] if self.note else [])]),
+            "problems": len(self.failures or ([self.status] if self.failed else [])),
+            "note": self.note,              # the problems themselves: each once, in the summary's own list
         }
 
 
@@ -76,7 +81,8 @@ class NightlyResult:
 
     def rebuilt(self) -> list[str]:
         """The builders, evaluations and releases that ran tonight (were not skipped)."""
-        return [f"{o.stage} {o.name}" for o in self.outcomes if o.stage != "source" and o.status != "skipped"]
+        return [f"{o.stage} {o.name}" for o in self.outcomes
+                if o.stage not in ("source", "publish") and o.status != "skipped"]
 
     def failures(self) -> list[str]:
         lines = []
@@ -214,7 +220,7 @@ def _stage_row(outcome: StageOutcome) -> list:
 class NightlyOptions:
     from_samples: bool = False
     samples_dir: Path | None = None
-    release_dir: Path | None = None
+    release_dir: Path | str | None = None       # a folder, or a store URL (s3://bucket/prefix)
     sources: list[str] | None = None           # None: all registered
     force: bool = False                        # run builders, evaluations and exports even when nothing changed
     reparse: bool = False                      # every source parses all its payloads again (a parser fix)
@@ -250,9 +256,14 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     samples_dir = Path(options.samples_dir or settings.samples_dir)
     if options.from_samples and not samples_dir.is_dir():
         raise FileNotFoundError(f"samples folder {samples_dir} does not exist (set CASEFORGE_SAMPLES or --samples)")
-    release_dir = check_output_path(options.release_dir or settings.release_dir, settings, "the nightly's releases")
-    for name in releases:          # each replaced as a whole: refused now, not after a night of work
-        check_output_path(release_dir / name, settings, f"the {name} release", replaced=True)
+    release_dir = options.release_dir or settings.release_dir
+    if is_store_url(release_dir):  # each reachable, writable, and empty or this dataset's: now, not after a night
+        for name in releases:
+            prepare_store_release(child_url(release_dir, name), name)
+    else:
+        release_dir = check_output_path(local_folder(release_dir), settings, "the nightly's releases")
+        for name in releases:          # each replaced as a whole: refused now, not after a night of work
+            check_output_path(release_dir / name, settings, f"the {name} release", replaced=True)
     names = options.sources if options.sources is not None else sorted(sources)
     unknown = sorted(set(names) - set(sources))
     if unknown:
@@ -265,6 +276,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     outcomes: list[StageOutcome] = []
     running: list[tuple[str, str]] = []
     con = None
+    deferred = publish_at_end()        # the sources' runs write the local mirror; it is published once, below
     try:
         planned = []
         for name in names:
@@ -291,13 +303,13 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                     options.force, depends_on(entry, opts))))
         failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
         for name, release in sorted(releases.items()):
-            folder = release_dir / name
+            folder = child_url(release_dir, name)
             partial = sorted(set(release.inputs) & set(failed_tables))
             if partial:
                 outcomes.append(StageOutcome("export", name, "skipped", note="not released: " + "; ".join(
                     f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
                 continue
-            force = options.force or not folder.is_dir()
+            force = options.force or _no_release_yet(folder)
             running = [("export", name)]
             outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
                 con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force)))
@@ -309,12 +321,18 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     except BaseException as exc:
         _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
         raise
+    finally:
+        publish_after_each_run(deferred)
     con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
     if con is not None:
         try:
             export_curated_parquet(con, settings.parquet_dir)
+            published = publish_recorded(con, settings)
         finally:
             con.close()
+        if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
+            result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
+                                                failures=list(published.failures)))
     return result
 
 
@@ -355,11 +373,30 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         con.close()
 
 
-def _links(settings: Settings, result: NightlyResult, release_dir: Path, releases: dict) -> dict[str, tuple[str, str]]:
-    """What a person opens after a run: each release folder there is, the quality results' Parquet mirror
-    (written at the end of the run), and the run's own folder (summary.md, plots)."""
-    links = {f"release-{name}": (folder.resolve().as_uri(), f"release folder: {name}")
-             for name in sorted(releases) if (folder := release_dir / name).is_dir()}
+def _no_release_yet(folder: Path | str) -> bool:
+    """Whether the release at `folder` is still to be written (a store that cannot say: written again, and its
+    stage then says what is wrong with the store)."""
+    try:
+        return current_release(folder) is None
+    except StoreError:
+        return True
+
+
+def _links(settings: Settings, result: NightlyResult, release_dir: Path | str,
+           releases: dict) -> dict[str, tuple[str, str]]:
+    """What a person opens after a run: each release folder there is (on a store, the folder its pointer names),
+    the quality results' Parquet mirror (written at the end of the run), and the run's own folder (summary.md,
+    plots)."""
+    links = {}
+    for name in sorted(releases):
+        try:
+            where = current_release(child_url(release_dir, name))
+        except StoreError as exc:        # a store gone since the export: no link, never a failed nightly
+            log.warning("nightly %s: no link to the %s release: %s", result.run_id, name, exc)
+            continue
+        if where is not None:
+            links[f"release-{name}"] = (where if isinstance(where, str) else where.resolve().as_uri(),
+                                        f"release folder: {name}")
     quality = settings.parquet_dir / "ops" / "quality_results.parquet"
     links["quality-results"] = (quality.resolve().as_uri(), "quality results (ops.quality_results, Parquet mirror)")
     links["run-folder"] = (result.run_dir.resolve().as_uri(), f"nightly run {result.run_id}: summary.md and plots")

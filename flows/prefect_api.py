@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 
 from caseforge.flows import local_server, server_watchdog
 
@@ -36,12 +37,15 @@ def guard_ephemeral_server() -> None:
 # --- which Prefect server a command's flows talk to ---
 
 def _identity() -> tuple[dict, str]:
+    """What a command shares the local server by: Prefect's version, the database, caseforge's version and the
+    virtual environment (two checkouts, each with its own .venv, under one ~/.prefect do not share a server)."""
     import prefect
     from prefect.settings import get_current_settings
 
     url = get_current_settings().server.database.connection_url
     url = url.get_secret_value() if hasattr(url, "get_secret_value") else str(url)
-    return {"prefect_version": prefect.__version__, "database": local_server.database_key(url)}, prefect.__version__
+    return {"prefect_version": prefect.__version__, "database": local_server.database_key(url),
+            "caseforge_version": local_server.caseforge_version(), "venv": sys.prefix}, prefect.__version__
 
 
 def start_local_server(idle_s: float | None = None) -> tuple[dict, str]:
@@ -86,7 +90,7 @@ def prefect_api():
       (guard_ephemeral_server)."""
     import prefect.context
     from prefect.settings import (PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME,
-                                  get_current_settings)
+                                  PREFECT_UI_URL, get_current_settings)
 
     if PREFECT_API_URL.value():
         yield None
@@ -109,15 +113,19 @@ def prefect_api():
         guard_ephemeral_server()
         yield None
         return
-    saved = {name: os.environ.get(name) for name in ("PREFECT_API_URL", local_server.URL_ENV)}
+    saved = {name: os.environ.get(name) for name in ("PREFECT_API_URL", "PREFECT_UI_URL", local_server.URL_ENV)}
     saved_global = prefect.context.GLOBAL_SETTINGS_CONTEXT
     os.environ["PREFECT_API_URL"] = os.environ[local_server.URL_ENV] = state["api_url"]   # child processes
     # This thread's settings and the global ones, which Prefect's background threads (logs, events) read.
     # Flow run heartbeats are off unless the user set them: the local server runs only the temporary
     # server's services, none of which watches heartbeats, and each flow run's end waited up to 1 s for
     # its heartbeat thread (Prefect 3.8.8 flow_engine._send_heartbeats sleeps in 1 s slices).
+    # No UI URL unless the user set one: the local server serves no UI, and Prefect would print
+    # "View at http://127.0.0.1:PORT/runs/flow-run/..." (a 404) for every flow run; an empty one prints none.
     current = get_current_settings()
     updates = {PREFECT_API_URL: state["api_url"]}
+    if "ui_url" not in current.model_fields_set:
+        updates[PREFECT_UI_URL] = os.environ["PREFECT_UI_URL"] = ""
     if "heartbeat_frequency" not in current.flows.model_fields_set:
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     settings = current.copy_with_update(updates=updates)

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from caseforge.settings import file_tables, table
+from caseforge.settings_tables import ROLES
 from caseforge.families import family_of
 from caseforge.llm.backends import REGISTRY, get_backend
 
 log = logging.getLogger(__name__)
 
-ROLES = ("generator", "validator", "judge", "nli", "system")
 # the command-line flag that names each role's model (build casefacts: --validator-model; aquaechr, casegen eval:
 # --judge-model; eval aquaechr: --nli-model)
 ROLE_FLAGS = {"generator": "--model", "validator": "--validator-model", "judge": "--judge-model",

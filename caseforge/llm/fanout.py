@@ -1,44 +1,20 @@
-"""Fan-out, the orchestrator's side: one LLM job answered by shard flow runs on a worker pool, merged here as
-each one finishes. The workers and this process share nothing but the Prefect API and a shard store
-(caseforge.store: `[fanout] store`, an s3:// or gs:// URL, or a folder when everything runs on one machine).
-
-When the settings name a worker pool (`[fanout] pool`), `run_job` hands the requests it has no cached
-answer for to `answer_by_fanout`:
-
-1. the store is checked first (bounded; a store that cannot be used is one line naming it and the fix, and
-   no shard is submitted); answers an earlier job of the step left in the store are merged first;
-2. the rest are split into at most `[fanout] shards` shards (a request always lands in the same shard: the
-   hash of its identity; no shard smaller than `min_shard_requests`), each written to the store
-   (caseforge.llm.shards) under `<database>-<hash>/<step>/<job>-shard-NNN/`;
-3. one flow run of the `[fanout] deployment` (the `llm-shard` flow) is submitted per shard, with the store's
-   URL and the backend, model and options this process chose for the step, without what differs per machine
-   (paths, keys, an endpoint on this machine's loopback: caseforge.llm.worker resolves those on the worker);
-4. the shards are watched: a shard whose answers are in the store is merged into ops.llm_calls at once (one
-   shard, one transaction); a shard whose run failed or crashed, whose Prefect flow-run heartbeats stopped
-   for `stale_after_s` while it ran, or that ran past `shard_timeout_s`, is merged all the same when the
-   store holds an answer to every one of its requests, else submitted again (the new run resumes from the
-   parts the earlier ones saved), at most `max_submissions` times in all (so is one a worker took but did not
-   start within `start_timeout_s`); shards still waiting after `no_worker_timeout_s` with no worker on the
-   pool are given up. A shard given up ends as recorded failures of its requests in the job result (not
-   cached: the next run asks them again, after merging the parts left in the store);
-5. run_job then reads every answer back from the cache.
-
-This module imports no Prefect: the flows layer installs the `ShardRuns` that submits and watches flow runs
-(caseforge.flows.llm_shard.PrefectShardRuns, installed by caseforge.flows.wiring.install()), the way
-caseforge.artifacts gets its publisher. With a pool configured and nothing installed, a job refuses to run
-rather than quietly answering in process.
+"""Fan-out, the orchestrator's side: one LLM job answered by shard flow runs on a worker pool (`[fanout] pool`),
+merged into ops.llm_calls as each one finishes. The workers and this process share nothing but the Prefect API and
+a shard store (caseforge.store). The steps (store check, split, submit, watch, resubmit, merge) are in docs/llm.md,
+"Fan-out: shards on the GPU pool". This module imports no Prefect: the flows layer installs the `ShardRuns` that
+submits and watches flow runs (caseforge.flows.wiring.install()); with a pool configured and nothing installed, a
+job refuses to run.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import re
 import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -70,7 +46,7 @@ class FanoutSettings:
     pool: str
     deployment: str = "llm-shard/gpu"
     shards: int = 4
-    min_shard_requests: int = 1
+    min_shard_requests: int = 50
     store: str = ""
     store_endpoint_url: str = ""
     poll_s: float = 2.0
@@ -88,13 +64,6 @@ class FanoutSettings:
         table = settings_table("fanout")
         if not str(table.get("pool") or "").strip():
             return None
-        if "shard_dir" in table:
-            raise ValueError("[fanout] shard_dir is now [fanout] store: a folder, or a URL such as s3://bucket/prefix "
-                             "(docs/llm.md, Fan-out)")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(table) - set(known))
-        if unknown:
-            raise ValueError(f"[fanout]: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
         kinds = {"pool": str, "deployment": str, "store": str, "store_endpoint_url": str, "shards": int,
                  "max_submissions": int, "min_shard_requests": int}
         values = {name: kinds.get(name, float)(value) for name, value in table.items()}
@@ -333,7 +302,7 @@ class _FanOut:
     def _submit_all(self, pending: list[tuple[str, LLMRequest]]) -> dict[int, _Live]:
         identity_of = {id(request): identity for identity, request in pending}
         live = {}
-        count = max(1, min(self.settings.shards, math.ceil(len(pending) / self.settings.min_shard_requests)))
+        count = max(1, min(self.settings.shards, len(pending) // self.settings.min_shard_requests))
         self.shard_count = count
         groups = split_requests([request for _, request in pending], self.choice.model, count)
         for number, group in enumerate(groups):

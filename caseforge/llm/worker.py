@@ -8,7 +8,9 @@ only the rest (answers no endpoint gave, 'unanswered', are asked again).
 
 `worker_choice` resolves what the orchestrator chose into this machine's terms: paths and keys never come
 from the orchestrator, and neither does an endpoint this machine names itself (CASEFORGE_OPENAI_BASE_URL or
-base_url in its settings file); the orchestrator never ships an endpoint on its own loopback.
+base_url in its settings file); the orchestrator never ships an endpoint on its own loopback. `worker_store`
+does the same for the store: a worker whose environment names its store (CASEFORGE_FANOUT_STORE, a kubernetes
+pool's `store` job variable) opens that one and takes from the run's parameters only the shard's place in it.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from caseforge.llm.config import LLMChoice, backend_for, llm_choice
 from caseforge.llm.jobs import run_job
 from caseforge.llm.shards import Shard, answered, rows_bytes, shard_output_model
 from caseforge.llm.types import JobResult
-from caseforge.store import Store
+from caseforge.store import Store, StoreError, open_store
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.statements import sql_text
 
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 ENDPOINT_OPTION = "base_url"
 ENDPOINT_ENV = "CASEFORGE_OPENAI_BASE_URL"
+STORE_ENV = "CASEFORGE_FANOUT_STORE"
 
 
 def this_worker() -> dict:
@@ -45,6 +48,24 @@ def worker_choice(step: str, role: str, backend: str | None, model: str | None, 
     if os.environ.get(ENDPOINT_ENV) or own.options.get(ENDPOINT_OPTION):
         options.pop(ENDPOINT_OPTION, None)
     return llm_choice(step=step, role=role, backend=backend, model=model, **options)
+
+
+def worker_store(url: str, endpoint_url: str | None = None) -> Store:
+    """The store a shard run names (`url`: the step's prefix in the orchestrator's store), opened on this machine.
+    When this machine's environment names its store (CASEFORGE_FANOUT_STORE), that store is opened instead, and
+    `url` must lie inside it: a run never makes a worker read or write anywhere else (StoreError, one line)."""
+    named = open_store(url, endpoint_url)
+    configured = os.environ.get(STORE_ENV, "").strip()
+    if not configured:
+        return named
+    root = open_store(configured, endpoint_url)
+    inside = named.url == root.url or named.url.startswith(root.url.rstrip("/") + "/")
+    if not inside or type(named.fs) is not type(root.fs):
+        raise StoreError(f"this worker answers shards of the store {root.url} ({STORE_ENV} in its environment), but "
+                         f"this shard is in {named.url}: point the orchestrator's [fanout] store and the pool's "
+                         f"store at the same place")
+    relative = named.url[len(root.url):].strip("/")
+    return root.child(relative) if relative else root
 
 
 def run_shard(step: str, backend, shard: Shard, max_attempts: int = 3, worker: dict | None = None

@@ -23,6 +23,8 @@ from caseforge.release.content import ReleaseContent
 from caseforge.release.croissant import croissant
 from caseforge.release.fresh import _as_date, _previous_release, choose_cutoff, release_settings
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA, PAYLOADS
+from caseforge.release.stored import (is_store_url, local_folder, prepare_store_release, release_folder_name,
+                                      uploaded_when_done)
 
 # Fixed Parquet writer settings: the file depends on the rows alone.
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, version="2.6", use_dictionary=True,
@@ -35,7 +37,7 @@ class NothingToRelease(RuntimeError):
 
 @dataclass(frozen=True)
 class Release:
-    path: Path
+    path: Path | str               # the release folder, or on a store the URL of the release's own folder
     files: dict[str, str]          # relative path -> sha256
     manifest_sha256: str
 
@@ -159,6 +161,8 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
                   types: dict[str, pa.DataType] | None = None, fresh_after: str | None = None,
                   fresh_months: int | None = None) -> Release:
     """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
+    `folder` may be a store URL (s3://bucket/prefix, gs://…): the release is written to a temporary folder, then
+    uploaded to a folder of its own there and pointed to (caseforge.release.stored).
 
     `columns`: the meaning of every released column (a column without one is refused). `types`: the Arrow type of
     columns whose type the rows alone cannot tell (typed_table; a column left untyped is refused). The JSONL holds
@@ -182,9 +186,13 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         configured = release_settings()
         fresh_after = configured["fresh_after"] if fresh_after is None else fresh_after
         fresh_months = configured["fresh_months"] if fresh_months is None else fresh_months
-    final = prepare_release_folder(folder, dataset)
-    previous = _previous_release(final)
-    with staged_folder(final) as staging:
+    if is_store_url(folder):            # an object store: uploaded when written, then pointed to (stored.py)
+        final, target = None, prepare_store_release(str(folder), dataset)
+        previous = target.previous_metadata()
+    else:
+        final, target = prepare_release_folder(local_folder(folder), dataset), None
+        previous = _previous_release(final)
+    with staged_folder(final) if target is None else uploaded_when_done(target) as staging:
         (staging / "data").mkdir()
         arrow = {name: canonical_order(typed_table(dataset, name, frame, types or {}))
                  for name, frame in sorted(tables.items())}
@@ -225,7 +233,8 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         files = {p.relative_to(staging).as_posix(): _sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
         manifest = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
         (staging / MANIFEST).write_text(manifest, encoding="utf-8", newline="\n")
-    return Release(final, files, hashlib.sha256(manifest.encode()).hexdigest())
+    where = final if target is None else f"{target.store.url}/{release_folder_name(version)}"
+    return Release(where, files, hashlib.sha256(manifest.encode()).hexdigest())
 
 
 def not_our_release(folder: Path, dataset: str) -> str | None:

@@ -22,7 +22,9 @@ from caseforge import processes
 from caseforge.settings import Settings, load_settings
 from caseforge.warehouse.connection import connect, writer_waiting
 from caseforge.warehouse.errors import QueryStopped, WarehouseBusy
+from caseforge.store import open_store
 from caseforge.warehouse.mirror import Mirror, find_mirror
+from caseforge.warehouse.published import PublishedMirror, find_published
 
 # The ad-hoc query connection (open_for_query): the warehouse and its own mirror, nothing else. DuckDB's
 # own settings do it, then lock_configuration so no statement can set them back: COPY TO, EXPORT, ATTACH,
@@ -35,8 +37,8 @@ QUERY_SANDBOX = {
 
 
 
-def open_mirror(mirror: Mirror, folder: Path, name: str = "mirror", config: dict | None = None
-                ) -> duckdb.DuckDBPyConnection:
+def open_mirror(mirror: Mirror | PublishedMirror, folder: Path, name: str = "mirror", config: dict | None = None,
+                filesystem=None) -> duckdb.DuckDBPyConnection:
     """A read-only database over the mirror, sandboxed like the file: its curated.* and ops.* views read the
     mirror's files.
 
@@ -45,10 +47,16 @@ def open_mirror(mirror: Mirror, folder: Path, name: str = "mirror", config: dict
     with the same errors (an in-memory database would take them). The files are handed to DuckDB as Arrow
     datasets, so DuckDB itself opens no path at all: allowing the mirror's folder or files instead
     (allowed_directories / allowed_paths) would also let a query write there (DuckDB 1.5.5:
-    COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false) overwrites it)."""
+    COPY ... TO '<mirror file>' (FORMAT parquet, USE_TMP_FILE false) overwrites it).
+
+    A published mirror (`filesystem`: a pyarrow filesystem over the store) is read the same way: Arrow opens
+    exactly the objects its generation lists. DuckDB is handed no filesystem and loads no httpfs, so no
+    statement can name a URL: a registered fsspec filesystem is either refused by the sandbox or, let through
+    with allowed_directories, readable and writable under that prefix (docs/sql.md, "A published mirror")."""
     import pyarrow.dataset as ds
 
-    datasets = {"_mirror_" + table.replace(".", "_"): ds.dataset([str(p) for p in paths], format="parquet")
+    datasets = {"_mirror_" + table.replace(".", "_"): ds.dataset([str(p) for p in paths], format="parquet",
+                                                                 filesystem=filesystem)
                 for table, paths in sorted(mirror.files.items())}
     views = folder / f"{name}.duckdb"
     with duckdb.connect(str(views), config=QUERY_SANDBOX) as writer:
@@ -249,6 +257,35 @@ class QueryConnection:
             self._remove_workdir()
 
 
+def _query_workdir(bounds: QueryBounds) -> Path:
+    bounds.temp_root.mkdir(parents=True, exist_ok=True)
+    _remove_orphaned_query_folders(bounds.temp_root)
+    return Path(tempfile.mkdtemp(prefix=f"{QUERY_FOLDER_PREFIX}{os.getpid()}-", dir=bounds.temp_root))
+
+
+def open_published_for_query(url: str, bounds: QueryBounds | None = None, endpoint_url: str | None = None
+                             ) -> tuple[QueryConnection, str]:
+    """The connection for ad-hoc SQL on a mirror published to a store (`--mirror URL`), from any machine with
+    read credentials: the generation the store's pointer names, resolved once, read through views as the
+    local mirror is (open_mirror), with the same sandbox and bounds. Returns the connection and "published";
+    a note on stderr says which generation answers. StoreError (one line naming the store) when it cannot."""
+    import pyarrow.fs
+
+    bounds = bounds or QueryBounds.of()
+    store = open_store(url, endpoint_url=endpoint_url or None)
+    published = find_published(store)
+    workdir = _query_workdir(bounds)
+    config = {**QUERY_SANDBOX, **bounds.duckdb_config(workdir / "spill")}
+    try:
+        filesystem = pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(store.fs))
+        con = open_mirror(published, workdir, "published", config, filesystem=filesystem)
+        print(published.note(), file=sys.stderr)
+        return QueryConnection(con, "published", Path(workdir / "published.duckdb"), bounds, workdir), "published"
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
 def open_for_query(db_path: Path, parquet_dir: Path, bounds: QueryBounds | None = None
                    ) -> tuple[QueryConnection, str]:
     """The connection for ad-hoc SQL (`caseforge sql`, `quality`, `status`): read-only on the warehouse,
@@ -259,9 +296,7 @@ def open_for_query(db_path: Path, parquet_dir: Path, bounds: QueryBounds | None 
     warehouse or one made by a newer caseforge is an error, never answered from the mirror.
     Returns the connection and "warehouse" or "parquet"."""
     bounds = bounds or QueryBounds.of()
-    bounds.temp_root.mkdir(parents=True, exist_ok=True)
-    _remove_orphaned_query_folders(bounds.temp_root)
-    workdir = Path(tempfile.mkdtemp(prefix=f"{QUERY_FOLDER_PREFIX}{os.getpid()}-", dir=bounds.temp_root))
+    workdir = _query_workdir(bounds)
     config = {**QUERY_SANDBOX, **bounds.duckdb_config(workdir / "spill")}
     try:
         try:

@@ -42,6 +42,7 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
     except Exception as exc:  # noqa: BLE001 - a file without its header or columns: this file only
         quarantine_problem(con, run_id, table, ParseProblem(path.name, failure_reason(exc), payload.sha256), report,
                            "barexam")
+        ledger.settle(run_id, {payload: 0}, [], report)       # a known problem until the file changes
         return
     for problem in problems:
         where, _, reason = problem.partition(": ")
@@ -49,7 +50,7 @@ def _load(con, archive: RawArchive, run_id: int, path: Path, table: str, parser,
                                                             key=path.name), report, "barexam")
     outcome = gate_and_load(con, run_id, frame, CuratedTable(table, curate_sql, key, content_column="raw_sha256"))
     outcome.report_to(report, f"{table}_loaded", changes_prefix=f"{table}_")
-    ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
+    ledger.settle_batch(run_id, plan, frame, outcome, report)
 
 
 def import_folder(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: int, folder: Path,

@@ -85,12 +85,9 @@ def _line(where: str) -> int:
 
 
 def records_of(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-               report: StageReport, failed: set[str] | None = None) -> Iterator[JudgmentRecord]:
-    """Records of one archived dump; unreadable files and rows are quarantined with their file and line (and
-    the dump's hash added to `failed`)."""
+               report: StageReport) -> Iterator[JudgmentRecord]:
+    """Records of one archived dump; unreadable files and rows are quarantined with their file and line."""
     records, problems = read_records(payload.key, payload.body)
-    if problems and failed is not None:
-        failed.add(payload.sha256)
     for problem in problems:
         where = f"{payload.key} {problem.where}".rstrip()
         row = problem.row_data
@@ -108,9 +105,8 @@ def content_sha(record: JudgmentRecord) -> str:
 
 
 def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[JudgmentRecord, Payload]],
-                report: StageReport, failed: set[str] | None = None) -> pd.DataFrame:
-    """Rows of the records that parse; a record the parser fails on is quarantined (its payload's hash added to
-    `failed`)."""
+                report: StageReport) -> pd.DataFrame:
+    """Rows of the records that parse; a record the parser fails on is quarantined."""
     rows = []
     for record, payload in items:
         try:
@@ -118,8 +114,6 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
         except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not lose the batch
             quarantine_problem(con, run_id, TABLE, ParseProblem(f"{payload.key}:{record.doc_id}", failure_reason(exc),
                                                                 payload.sha256), report, "cn")
-            if failed is not None:
-                failed.add(payload.sha256)
             continue
         row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
         rows.append(row)
@@ -225,14 +219,13 @@ def read_doc_ids(path: Path) -> list[str]:
 
 def dump_batch_step(session: RunSession, batch: list, remake: bool = False,
                     coverage: SectionCoverage | None = None) -> set[str]:
-    """Parse, gate and load one batch of records; returns the hashes of the dumps with a record that did not
-    land."""
-    failed: set[str] = set()
-    frame = parse_batch(session.con, session.run_id, batch, session.report, failed)
+    """Parse, gate and load one batch of records; returns the hashes of the dumps in it whose batch the gate
+    rejected (none of it landed)."""
+    frame = parse_batch(session.con, session.run_id, batch, session.report)
     if coverage is not None:
         coverage.add(frame)
     outcome = load_judgments(session.con, session.run_id, frame, session.report, remake)
-    return failed | (outcome.failed_sha256 if outcome is not None else set())
+    return outcome.rejected_sha256 if outcome is not None else set()
 
 
 def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str], reparse: bool = False,
@@ -242,18 +235,18 @@ def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str]
     plan = ledger.plan([payload for _, payload in fetched])
     plan.report_to(session.report)
     items = [(record, payload) for record, payload in fetched if payload.key not in plan.skipped]
-    failed: set[str] = set()
-    frame = parse_batch(session.con, session.run_id, items, session.report, failed)
+    frame = parse_batch(session.con, session.run_id, items, session.report)
     if coverage is not None:
         coverage.add(frame)
     outcome = load_judgments(session.con, session.run_id, frame, session.report, remake=bool(plan.remade))
-    ledger.settle_batch(session.run_id, plan, frame, outcome, failed)
+    ledger.settle_batch(session.run_id, plan, frame, outcome, session.report)
 
 
 def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "Steps", reparse: bool = False,
                coverage: SectionCoverage | None = None) -> None:
     """Each dump file: archived, then, unless this parser loaded all of it before, its records parsed, gated and
-    loaded in batches; a dump whose every record landed is recorded as loaded, any other is read again next run."""
+    loaded in batches; a dump is recorded as loaded with what it quarantined (a known problem is not read again),
+    except one with a batch the gate rejected, which is read again next run."""
     ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
     progress = Progress("cn dumps", total=len(paths), unit="files")
     for path in paths:
@@ -276,12 +269,12 @@ def load_dump(session: RunSession, ledger: ParsedPayloads, steps: "Steps", direc
     plan.report_to(report)
     if not plan.parse:
         return
-    failed: set[str] = set()
-    items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report, failed)]
+    rejected: set[str] = set()
+    items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report)]
     report.add("records", len(items))
     for batch in batches(items, BATCH_SIZE):
-        failed |= steps.dump_batch(session, batch, bool(plan.remade), coverage)
-    ledger.settle(session.run_id, {} if failed else {payload: len(items)}, [payload] if failed else [])
+        rejected |= steps.dump_batch(session, batch, bool(plan.remade), coverage)
+    ledger.settle(session.run_id, {} if rejected else {payload: len(items)}, [payload] if rejected else [], report)
 
 
 def filters_step(session: RunSession, config: FilterConfig) -> list[dict]:

@@ -174,16 +174,16 @@ def parse_source(con, run_id: int, source: GuideSource, resolver: Resolver,
 
 def load_guide(con, run_id: int, paragraphs: list[dict], citations: list[dict], report: StageReport) -> set[str]:
     """Gate and load one guide's paragraphs and citations (each replaced only where this parse made them
-    otherwise); returns the hashes of guides with a row that did not land."""
+    otherwise); returns the hashes of guides in a batch the gate rejected (none of it landed)."""
     outcome = gate_and_load(con, run_id, batch_frame(paragraphs, PARAGRAPH_COLUMNS), PARAGRAPHS)
     outcome.report_to(report, "guide_paragraphs_loaded", "guide_paragraphs_quarantined", max_reasons=50,
                       changes_prefix="guide_paragraphs_")
-    failed = set(outcome.failed_sha256)
+    rejected = set(outcome.rejected_sha256)
     if not citations:
-        return failed
+        return rejected
     outcome = gate_and_load(con, run_id, batch_frame(citations, CITATION_COLUMNS), CITATIONS)
     outcome.report_to(report, "citations_loaded", "citations_quarantined", max_reasons=50, records=False)
-    return failed | outcome.failed_sha256
+    return rejected | outcome.rejected_sha256
 
 
 def resolution_rates(con) -> list[dict]:
@@ -199,7 +199,8 @@ def parse_and_load_step(session: RunSession, sources: list[GuideSource], reparse
     judgments (their paragraphs count as unchanged)."""
     con, report = session.con, session.report
     resolver_inputs = run_sql(con, "guides/resolver_fingerprint.sql").fetchone()[0]
-    ledger = ParsedPayloads(con, SOURCE, f"{PARSER} resolver={resolver_inputs}", "guide_paragraphs", reparse)
+    ledger = ParsedPayloads(con, SOURCE, f"{PARSER} resolver={resolver_inputs}", "guide_paragraphs", reparse,
+                            gated=(CITATIONS.name,))
     plan = ledger.plan([source.payload for source in sources])
     plan.report_to(report, unchanged="guide_paragraphs_unchanged")
     todo = [source for source in sources if source.payload.key not in plan.skipped]
@@ -209,11 +210,11 @@ def parse_and_load_step(session: RunSession, sources: list[GuideSource], reparse
     with Progress("guides (parse, resolve, gate)", total=len(todo), unit="guides") as progress:
         for source in todo:
             parsed = parse_source(con, session.run_id, source, resolver, report)
-            failed = load_guide(con, session.run_id, *parsed, report) if parsed else {source.payload.sha256}
-            if source.payload.sha256 in failed:
+            rejected = load_guide(con, session.run_id, *parsed, report) if parsed else set()
+            if source.payload.sha256 in rejected:
                 ledger.settle(session.run_id, {}, [source.payload])
-            else:
-                ledger.settle(session.run_id, {source.payload: len(parsed[0])}, [])
+            else:                        # loaded, or quarantined whole (a known problem until the guide changes)
+                ledger.settle(session.run_id, {source.payload: len(parsed[0]) if parsed else 0}, [], report)
             progress.step(1)
 
 

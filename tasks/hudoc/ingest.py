@@ -95,10 +95,8 @@ def read_metadata(body: bytes, record_filter: meta.RecordFilter,
 
 
 def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload: Payload,
-                           record_filter: meta.RecordFilter, report: StageReport,
-                           problems: set[str] | None = None) -> list[dict]:
-    """Judgment rows of one metadata payload; what cannot be one is quarantined (and the payload's hash added
-    to `problems`)."""
+                           record_filter: meta.RecordFilter, report: StageReport) -> list[dict]:
+    """Judgment rows of one metadata payload; what cannot be one is quarantined."""
     reason = size_problem(SOURCE, "metadata", len(payload.body))
     if reason is None:
         try:
@@ -108,11 +106,7 @@ def parse_metadata_payload(con: duckdb.DuckDBPyConnection, run_id: int, payload:
     if reason is not None:
         quarantine_problem(con, run_id, "echr_judgments", ParseProblem(payload.key, reason, payload.sha256), report,
                            "hudoc", counter="metadata_quarantined")
-        if problems is not None:
-            problems.add(payload.sha256)
         return []
-    if found and problems is not None:
-        problems.add(payload.sha256)
     if not rows and not found and not filtered:
         report.add("metadata_files_without_records")
     if filtered:
@@ -156,15 +150,14 @@ def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], re
     ledger = ParsedPayloads(con, SOURCE, metadata_parser(record_filter), "echr_judgments", reparse)
     plan = ledger.plan(payloads)
     plan.report_to(report, unchanged="judgments_unchanged")
-    rows, problems, failed = [], set(), set()
+    rows = []
     with Progress("hudoc metadata (parse)", total=len(plan.parse), unit="files") as progress:
         for payload in plan.parse:
-            rows += parse_metadata_payload(con, run_id, payload, record_filter, report, problems)
+            rows += parse_metadata_payload(con, run_id, payload, record_filter, report)
             progress.step(1)
-    for start in range(0, len(rows), BATCH_SIZE * 5):
-        outcome = load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report, remake=bool(plan.remade))
-        failed |= outcome.failed_sha256 if outcome is not None else set()
-    ledger.settle_batch(run_id, plan, rows, None, problems | failed)
+    outcomes = [load_judgments(con, run_id, rows[start:start + BATCH_SIZE * 5], report, remake=bool(plan.remade))
+                for start in range(0, len(rows), BATCH_SIZE * 5)]
+    ledger.settle_batch(run_id, plan, rows, outcomes, report)
 
 
 def incremental_since(con: duckdb.DuckDBPyConnection, since: str | None) -> date:
@@ -225,7 +218,7 @@ def judgment_doctypes(con, itemids: list[str]) -> dict[str, str]:
 
 
 def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageReport,
-               doctypes: dict[str, str] | None = None) -> list[dict] | None:
+               doctypes: dict[str, str] | None = None, provisional: set[str] | None = None) -> list[dict] | None:
     """Paragraph rows of one body; None (quarantined with the reason) when it cannot be trusted: over the size
     limit, unreadable, badly numbered, garbled or cut short. `doctypes`: the batch's (judgment_doctypes), else
     the body's metadata row is looked up."""
@@ -236,16 +229,18 @@ def parse_body(con, run_id: int, itemid: str, payload: Payload, report: StageRep
         except Exception as exc:  # noqa: BLE001 - DocumentError, or a reader bug on this body: this body only
             reason = failure_reason(exc)
         else:
-            return accept_body(con, run_id, itemid, payload, parsed, report, doctypes)
+            return accept_body(con, run_id, itemid, payload, parsed, report, doctypes, provisional)
     quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, reason, payload.sha256), report,
                        "hudoc", counter="documents_quarantined")
     return None
 
 
 def accept_body(con, run_id: int, itemid: str, payload: Payload, parsed, report: StageReport,
-                doctypes: dict[str, str] | None = None) -> list[dict] | None:
+                doctypes: dict[str, str] | None = None, provisional: set[str] | None = None) -> list[dict] | None:
     """The paragraph rows of a body that parsed, or None (quarantined with the reason) when they cannot be
-    trusted: badly numbered, garbled or cut short."""
+    trusted: badly numbered, garbled or cut short. A body found cut short without its metadata row (checked as a
+    judgment) is judged provisionally: its hash goes into `provisional` (the ledger tries it again next run,
+    when its metadata may say it is a decision)."""
     doctype = doctypes.get(itemid) if doctypes is not None else metadata_doctype(con, itemid)
     if doctype is None:
         report.add("bodies_without_metadata")
@@ -253,6 +248,8 @@ def accept_body(con, run_id: int, itemid: str, payload: Payload, parsed, report:
     problems = (["paragraph numbering: " + "; ".join(numbering[:5])] if numbering else []) + \
         [p for p in parsed.problems if p.startswith("garbled text")] + \
         body_problems(doctype, parsed, numbering_ok=not numbering)
+    if doctype is None and provisional is not None and body_problems(doctype, parsed, numbering_ok=not numbering):
+        provisional.add(payload.sha256)
     if problems:
         quarantine_problem(con, run_id, "echr_paragraphs", ParseProblem(itemid, "; ".join(problems), payload.sha256),
                            report, "hudoc", counter="documents_quarantined")
@@ -307,16 +304,14 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
         payloads = {itemid: payload for (itemid, _, _), (payload, _) in zip(batch, stored)}
         doctypes = judgment_doctypes(con, list(payloads))
         rows: list[dict] = []
-        problems: set[str] = set()
+        provisional: set[str] = set()
         for itemid, payload in payloads.items():
-            parsed = parse_body(con, run_id, itemid, payload, report, doctypes)
-            if parsed is None:
-                problems.add(payload.sha256)
-            rows += parsed or []
+            rows += parse_body(con, run_id, itemid, payload, report, doctypes, provisional) or []
             progress.step(1)
         remade = {p.sha256 for p in payloads.values()} & plan.remade
         outcome = load_paragraphs(con, run_id, rows, report, remake=bool(remade))
-        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, problems)
+        ledger.settle_batch(run_id, ParsePlan(list(payloads.values()), {}, remade), rows, outcome, report,
+                            provisional)
     progress.close()
 
 

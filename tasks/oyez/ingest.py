@@ -140,14 +140,11 @@ def parse_batch(payloads: list[Payload]) -> tuple[list[dict], list[ParseProblem]
 
 
 def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload],
-                   report: StageReport, problems: set[str] | None = None) -> pd.DataFrame:
-    """The rows of the payloads that parse; each one that does not is quarantined (its hash added to
-    `problems`)."""
+                   report: StageReport) -> pd.DataFrame:
+    """The rows of the payloads that parse; each one that does not is quarantined."""
     rows, found = parse_batch(payloads)
     for problem in found:
         quarantine_problem(con, run_id, "scotus_cases", problem, report, "oyez")
-        if problems is not None:
-            problems.add(problem.raw_sha256)
     report.add("parsed", len(rows))
     return batch_frame(rows, COLUMNS, "case_id", report)
 
@@ -164,15 +161,14 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
 def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload], report: StageReport,
                   reparse: bool = False) -> None:
     """Parse, gate and load the case payloads this parser has not loaded before (all with `reparse`); the
-    others are counted unchanged. A payload that loaded whole is recorded as loaded; one that did not (a
-    parse problem, a quarantined row) is tried again next run."""
+    others are counted unchanged. A payload is recorded as loaded with what it quarantined (a parse problem, a
+    quarantined row: a known problem is not parsed again); one of a rejected batch is tried again next run."""
     ledger = ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
     plan = ledger.plan(payloads)
     plan.report_to(report)
-    problems: set[str] = set()
-    frame = parse_payloads(con, run_id, plan.parse, report, problems)
+    frame = parse_payloads(con, run_id, plan.parse, report)
     outcome = load_cases(con, run_id, frame, report, remake=bool(plan.remade))
-    ledger.settle_batch(run_id, plan, frame, outcome, problems)
+    ledger.settle_batch(run_id, plan, frame, outcome, report)
 
 
 def remember_listed(con: duckdb.DuckDBPyConnection, cases: list[PlannedCase]) -> None:
@@ -259,6 +255,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
     except Exception as exc:  # noqa: BLE001 - a table without its header or columns: the file is quarantined
         quarantine_problem(con, run_id, "scotus_legacy", ParseProblem(path.name, failure_reason(exc), payload.sha256),
                            report, "oyez legacy table")
+        ledger.settle(run_id, {payload: 0}, [], report)       # a known problem until the file changes
         return
     for problem in problems:
         where, _, reason = problem.partition(": ")
@@ -266,7 +263,7 @@ def import_legacy(con: duckdb.DuckDBPyConnection, archive: RawArchive, run_id: i
                                                                       key=path.name), report, "oyez legacy table")
     outcome = gate_and_load(con, run_id, frame, LEGACY)
     outcome.report_to(report, "legacy_loaded", records=False)
-    ledger.settle_batch(run_id, plan, frame, outcome, {payload.sha256} if problems else set())
+    ledger.settle_batch(run_id, plan, frame, outcome, report)
 
 
 # --- the refresh as a whole; the Prefect flow passes task-wrapped versions of these steps ---

@@ -25,6 +25,7 @@ PRINTS = {
     "command_overhead.py": [r"bare\s+\d+\.\d\d\s+\d+\.\d\d", r'"bare_cpu_s": \d'],
     "echr_parse.py": [r"BeautifulSoup reader \(before\)\s+\d\.\d{4}", r"lxml reader \(now\)\s+\d\.\d{4}",
                       r"ratio before/now\s+\d+\.\dx", r"HUDOC DOCX paragraphs\s+[\d,]+ /s", r"guide citations\s+[\d,]+ /s"],
+    "fanout_nightly.py": [r"\| the whole nightly \| \| \d+\.\d \| \d+\.\d \|", r'"ratio": \d', r'"same_llm_calls": true'],
     "fanout_store.py": [r"\| local \| \d+\.\d\d s", r"\| s3 \| \d+\.\d\d s", r'"overhead_ratio": -?\d'],
     "llm_dispatch.py": [r'overhead: \{"overhead_ms_per_call"', r'"achieved_rps": \d', r'"ratio": \d'],
     "oyez_parse.py": [r"parse: [\d,]+ cases/second", r"no-op run 1 request\(s\)"],
@@ -39,7 +40,8 @@ PRINTS = {
 
 
 # benches whose quick mode has a test of its own, which checks more than a pattern can
-OWN_TEST = {"scale.py": "tests/bench/test_scale_quick.py"}
+OWN_TEST = {"scale.py": "tests/bench/test_scale_quick.py",
+            "nightly_scale.py": "tests/bench/test_nightly_scale_quick.py"}
 
 
 def test_every_bench_script_has_a_quick_mode_check():

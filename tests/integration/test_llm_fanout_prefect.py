@@ -3,7 +3,8 @@ server`, a real S3-compatible server (SeaweedFS, tests/s3_server.py), deployment
 (GPU pool of type kubernetes from deployments/gpu/k8s-job-template.yaml, the zombie-run automation), a process
 pool standing in for the GPU pool with the llm-shard deployment from deployments/prefect.yaml, two process
 workers each started in an empty folder of its own with a HOME of its own (no settings file, no project
-folder: only the API URL, the store's credentials and its own model endpoint), and a real pipeline step
+folder: only the API URL, the store's credentials and its own model endpoint), one `prefect worker start`, one
+the warm worker README recommends (caseforge.flows.warm_worker), and a real pipeline step
 (CaseFacts' factuality check, over 200 claims in 4 shards through s3://) whose `openai` backend talks to a
 scripted server double (a named test double: the point is the data plane).
 
@@ -11,7 +12,8 @@ The step runs in one process, then as the orchestrator of a fan-out. Mid-way thr
 that has finished one shard and is answering its second is SIGKILLed with its flow-run process (nobody tells
 the server). Its flow-run heartbeats stop; the zombie automation setup.sh made marks the run Crashed; the
 orchestrator submits the shard again, the other worker resumes it from the parts in the store; the step ends
-with exactly the in-process run's calls and rows.
+with exactly the in-process run's calls and rows. Before that, the warm worker alone answers shard runs of its
+own queue: run after run in one warm process, which a cancellation or a killed launcher ends.
 """
 from __future__ import annotations
 
@@ -42,19 +44,24 @@ CONCURRENCY, BATCH_SIZE = 2, 4        # per worker; a kill loses at most one bat
 DELAY_S = 0.1                         # per answer: a shard of ~50 takes a few seconds
 SLOW_DELAY_S = 1.0                    # the answers of the shard about to be killed: time to kill it mid-way
 HEARTBEAT_S = 30                      # Prefect's minimum; the automation's window is three of them
+K8S_STORE = "s3://caseforge-shards/prod"   # the kubernetes pool's `store`: the pods' CASEFORGE_FANOUT_STORE
 STEP_SCRIPT = Path(__file__).resolve().parent / "fanout_step.py"
 PROJECT_ROOT = STEP_SCRIPT.parent.parent.parent
 
 
 class FactualityScript:
     """The double's script: a fixed verdict per claim (from its hash), after a delay; remembers every claim
-    asked, in order."""
+    asked, in order. The echo prompt of the warm worker's test gets {"value": n}, after `echo_delay_s`."""
 
     def __init__(self):
         self.asked: list[str] = []
         self.slow: set[str] = set()
+        self.echo_delay_s = 0.0
 
     def __call__(self, body: dict, call_number: int):
+        echo = re.search(r"Say the number (-?\d+)", body["messages"][-1]["content"])
+        if echo:
+            return chat_reply(json.dumps({"value": int(echo.group(1))}), delay_s=self.echo_delay_s)
         claim = claim_of(body)
         self.asked.append(claim)
         supported = int(hashlib.sha256(claim.encode()).hexdigest()[:2], 16) % 4 != 0
@@ -81,17 +88,17 @@ def project_files() -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def setup_sh(prefect_server):
-    """deployments/setup.sh as the README says to run it, with the GPU pool of type kubernetes, and neither the
-    venv's prefect nor its python on PATH: it must find them itself."""
+    """deployments/setup.sh as the README says to run it, with the GPU pool of type kubernetes and the pods' shard
+    store, and neither the venv's prefect nor its python on PATH: it must find them itself."""
     env = {k: v for k, v in prefect_server.env.items() if k not in ("PREFECT", "PYTHON", "VIRTUAL_ENV")}
-    env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes")
+    env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes", CASEFORGE_FANOUT_STORE=K8S_STORE)
     done = subprocess.run(["bash", "deployments/setup.sh"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
 
-def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_without_a_shard_volume(setup_sh,
+def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_with_the_store_and_no_shard_volume(setup_sh,
                                                                                                prefect_server):
     pool = prefect_server.api("GET", "/work_pools/caseforge-gpu").json()
     assert pool["type"] == "kubernetes", setup_sh
@@ -102,16 +109,19 @@ def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_without_
     assert all(m["name"] != "shards" for m in container["volumeMounts"])
     assert container["envFrom"] == [{"secretRef": {"name": "{{ store_secret }}"}}]
     assert template["variables"]["properties"]["store_secret"]["default"] == "caseforge-store"
+    assert container["env"] == [{"name": "CASEFORGE_FANOUT_STORE", "value": "{{ store }}"}]
+    assert template["variables"]["properties"]["store"]["default"] == K8S_STORE
     automations = prefect_server.api("POST", "/automations/filter", json={}).json()
     zombie = next(a for a in automations if a["name"] == "caseforge-crash-zombie-shard-runs")
     assert zombie["trigger"]["posture"] == "Proactive" and zombie["trigger"]["within"] >= 3 * HEARTBEAT_S
     assert zombie["actions"][0]["type"] == "change-flow-run-state" and zombie["actions"][0]["state"] == "CRASHED"
 
 
-def start_worker(server, name: str, home: Path, extra_env: dict) -> subprocess.Popen:
+def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = False,
+                 queues: tuple[str, ...] = ("default",)) -> subprocess.Popen:
     """A process worker in an empty folder with a HOME of its own: it gets the API URL, the store's
     credentials and its model endpoint, nothing of the orchestrator's (no CASEFORGE_* settings, no project
-    folder as its working directory)."""
+    folder as its working directory). `warm`: README's GPU worker, caseforge.flows.warm_worker."""
     for folder in (home / "home", home / "tmp"):
         folder.mkdir(parents=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home / "home"), "TMPDIR": str(home / "tmp"),
@@ -120,9 +130,10 @@ def start_worker(server, name: str, home: Path, extra_env: dict) -> subprocess.P
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_WORKER_QUERY_SECONDS": "1",
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
     log = (server.home / f"{name}.log").open("w")
-    process = subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", POOL, "--type",
-                                "process", "--limit", "1", "--name", name], cwd=home, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    command = ([sys.executable, "-m", "caseforge.flows.warm_worker"] if warm else
+               [sys.executable, "-m", "prefect", "worker", "start", "--type", "process", "--limit", "1"])
+    process = subprocess.Popen([*command, "--pool", POOL, "--name", name, *(f"--work-queue={q}" for q in queues)],
+                               cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server.processes.append(process)
     return process
 
@@ -130,8 +141,10 @@ def start_worker(server, name: str, home: Path, extra_env: dict) -> subprocess.P
 @pytest.fixture(scope="module")
 def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_factory):
     """The test pool with the llm-shard deployment of deployments/prefect.yaml (its own pull steps and job
-    environment kept) and two process workers (one flow run at a time each, polling every second); stopped
-    when the module ends. Yields (server, workers, the workers' folders, the model double, its script)."""
+    environment kept), once as llm-shard/gpu and once as llm-shard/warm on the pool's queue `warm`, and two
+    process workers (one flow run at a time each, polling every second): gpu-worker-a is `prefect worker start`,
+    gpu-worker-b the warm worker README recommends, which alone also takes runs of the queue `warm`; stopped when
+    the module ends. Yields (server, workers, the workers' folders, the model double, its script)."""
     server = prefect_server
     work = tmp_path_factory.mktemp("fanout_deploy")
     started = time.monotonic()
@@ -140,28 +153,30 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
     real = next(d for d in yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())["deployments"]
                 if d["name"] == "gpu")
     config = yaml.safe_load(prefect_file.read_text())
-    config["deployments"][0].update(pull=real["pull"], work_pool={
-        "name": POOL, "job_variables": {"env": real["work_pool"]["job_variables"]["env"]}})
+    job = {"env": real["work_pool"]["job_variables"]["env"]}
+    config["deployments"][0].update(pull=real["pull"], work_pool={"name": POOL, "job_variables": job})
+    config["deployments"].append({**config["deployments"][0], "name": "warm", "work_pool": {
+        "name": POOL, "work_queue_name": "warm", "job_variables": job}})
     prefect_file.write_text(yaml.safe_dump(config, sort_keys=False))
     assert real["entrypoint"] == "caseforge.flows.llm_shard.llm_shard_flow" and real["pull"] == []
     server.prefect("work-pool", "create", POOL, "--type", "process")
-    server.prefect("deploy", "--prefect-file", str(prefect_file), "--name", "gpu", "--no-prompt")
+    server.prefect("deploy", "--prefect-file", str(prefect_file), "--all", "--no-prompt")
     script = FactualityScript()
     double = ScriptedOpenAIServerDouble(script).start()
     workers, folders = {}, {}
-    for name in ("gpu-worker-a", "gpu-worker-b"):
+    for name, warm, queues in (("gpu-worker-a", False, ("default",)), ("gpu-worker-b", True, ("default", "warm"))):
         folders[name] = work / name
         workers[name] = start_worker(server, name, folders[name], {
-            **s3_server.env(), "CASEFORGE_OPENAI_BASE_URL": double.base_url})
-    deadline = time.monotonic() + 90
+            **s3_server.env(), "CASEFORGE_OPENAI_BASE_URL": double.base_url}, warm, queues)
+    deadline = time.monotonic() + 180
     while True:
         online = {w["name"] for w in server.api("POST", f"/work_pools/{POOL}/workers/filter", json={}).json()
                   if w.get("status") == "ONLINE"}
-        if set(workers) <= online:
+        if set(workers) <= online and "ready" in server.log("gpu-worker-b"):
             break
         dead = [name for name, process in workers.items() if process.poll() is not None]
         if dead or time.monotonic() > deadline:
-            pytest.fail(f"workers not online ({dead} exited):\n" + "\n".join(server.log(n) for n in workers))
+            pytest.fail(f"workers not ready ({dead} exited):\n" + "\n".join(server.log(n) for n in workers))
         time.sleep(0.5)
     server.timings["fanout_deploy_and_workers_s"] = round(time.monotonic() - started, 1)
     try:
@@ -169,7 +184,8 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
     finally:
         double.stop()
         for process in workers.values():
-            server.stop_process(process)
+            if process.poll() is None:
+                server.stop_process(process)
 
 
 def test_a_shard_run_that_crashes_shows_its_workers_reason_to_the_orchestrator(gpu_pool):
@@ -196,6 +212,111 @@ def test_a_shard_run_that_crashes_shows_its_workers_reason_to_the_orchestrator(g
             time.sleep(1)
     kind, message = state
     assert "No module named 'caseforge.flows.not_installed_here'" in message, message
+
+
+# --- warm starts (caseforge.flows.warm_worker) ---------------------------------------------------------------------
+def submit_shard(server, store_folder: Path, numbers: range, name: str) -> tuple[str, "object"]:
+    """A shard of echo requests written to a folder store, submitted as a run of llm-shard/warm."""
+    sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))
+    from echo_prompts import Number, requests_for
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from caseforge.llm.shards import write_request_shards
+    from caseforge.store import open_store
+    from caseforge.warehouse.connection import connect
+
+    store = open_store(store_folder / name)
+    [shard] = write_request_shards(connect(":memory:"), requests_for(numbers), "double-model", Number, 1, store)
+    with temporary_settings({PREFECT_API_URL: server.env["PREFECT_API_URL"]}):
+        run = run_deployment("llm-shard/warm", timeout=0, as_subflow=False, flow_run_name=name, parameters={
+            "step": "echo", "store": store.url, "shard": shard.name, "backend": "openai", "model": "double-model",
+            "options": {"structured": "none", "concurrency": 2, "batch_size": 2}, "max_attempts": 1})
+    return str(run.id), shard
+
+
+def wait_final(server, run_id: str, timeout_s: float = 180) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run = server.api("GET", f"/flow_runs/{run_id}").json()
+        if run["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            return run
+        assert time.monotonic() < deadline, (run["state_type"], server.log("gpu-worker-b"))
+        time.sleep(0.5)
+
+
+def children_of(pid: int) -> set[int]:
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_of(int(p.name)) == pid}
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_warm_worker_runs_shard_after_shard_in_one_warm_process_and_replaces_it_after_a_kill(gpu_pool,
+                                                                                                tmp_path):
+    """Each shard run is a launcher process the worker starts (its infrastructure pid) that hands the run to the
+    worker's warm process: the answers come from that one process, run after run. A cancelled run and a killed
+    launcher end the warm process with them (nothing goes on answering), and the next run gets a new one."""
+    from caseforge.llm.shards import read_rows
+
+    server, workers, _folders, _double, script = gpu_pool
+    worker, store = workers["gpu-worker-b"], tmp_path / "store"     # the warm worker (runs before the kill test)
+    assert worker.poll() is None, "the warm worker is gone: this test runs before the one that kills a worker"
+
+    def answered_by(shard) -> dict:
+        return read_rows(shard.store.get(shard.answers), shard.answers)[1]
+
+    first, second = (submit_shard(server, store, range(n, n + 6), f"warm-{n}") for n in (0, 10))
+    pids = []
+    for run_id, shard in (first, second):
+        run = wait_final(server, run_id)
+        assert run["state_type"] == "COMPLETED", server.log("gpu-worker-b")
+        who = answered_by(shard)
+        assert who["worker"] == "gpu-worker-b" and who["ppid"] == worker.pid    # the warm process, the worker's child
+        assert who["pid"] != int(run["infrastructure_pid"].rsplit(":", 1)[-1])  # not the launcher
+        assert read_rows(shard.store.get(shard.answers), "")[0].column("status").to_pylist() == ["ok"] * 6
+        pids.append(who["pid"])
+    assert pids[0] == pids[1]
+    warm = pids[0]
+
+    script.echo_delay_s = 2.0                          # a run still answering when it is cancelled
+    run_id, shard = submit_shard(server, store, range(20, 40), "warm-cancelled")
+    deadline = time.monotonic() + 120
+    while server.api("GET", f"/flow_runs/{run_id}").json()["state_type"] != "RUNNING":
+        assert time.monotonic() < deadline, server.log("gpu-worker-b")
+        time.sleep(0.3)
+    server.api("POST", f"/flow_runs/{run_id}/set_state",
+               json={"state": {"type": "CANCELLING", "message": "test cancels"}, "force": True})
+    assert wait_final(server, run_id)["state_type"] == "CANCELLED", server.log("gpu-worker-b")
+    deadline = time.monotonic() + 30
+    while alive(warm):                               # the warm process that ran it is gone
+        assert time.monotonic() < deadline, "the warm process outlived its cancelled run"
+        time.sleep(0.3)
+    assert not shard.has_answers()
+
+    run_id, shard = submit_shard(server, store, range(40, 60), "warm-killed")
+    deadline = time.monotonic() + 120
+    while (run := server.api("GET", f"/flow_runs/{run_id}").json())["state_type"] != "RUNNING":
+        assert time.monotonic() < deadline, server.log("gpu-worker-b")
+        time.sleep(0.3)
+    launcher = int(run["infrastructure_pid"].rsplit(":", 1)[-1])
+    [warm] = children_of(worker.pid) - {launcher}
+    os.kill(launcher, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while alive(warm):
+        assert time.monotonic() < deadline, "the warm process went on after its launcher was killed"
+        time.sleep(0.3)
+    assert wait_final(server, run_id)["state_type"] == "CRASHED"
+    assert not shard.has_answers()
+
+    script.echo_delay_s = 0.0
+    run_id, shard = submit_shard(server, store, range(60, 64), "warm-after")
+    assert wait_final(server, run_id)["state_type"] == "COMPLETED", server.log("gpu-worker-b")
+    assert answered_by(shard)["pid"] not in (pids[0], warm)
 
 
 def run_step(db: Path, base_url: str, env: dict) -> subprocess.Popen:
@@ -235,6 +356,7 @@ def test_a_step_fanned_out_through_s3_equals_it_in_process_even_when_a_worker_di
 pool = "{POOL}"
 deployment = "llm-shard/gpu"
 shards = {SHARDS}
+min_shard_requests = {CASES * CLAIMS_PER_CASE // (2 * SHARDS)}
 store = "s3://{s3_server.bucket}/{prefix}"
 poll_s = 0.5
 heartbeat_s = {HEARTBEAT_S}

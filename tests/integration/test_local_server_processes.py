@@ -95,6 +95,7 @@ def test_two_consecutive_commands_reuse_one_server(home, samples_dir, tmp_path):
                              env=home.env))
         assert "passed_gate=1" in done.stdout
         assert "Starting temporary server" not in done.stderr, done.stderr[-2000:]
+        assert "View at" not in done.stdout + done.stderr       # the local server serves no UI to link to
         state = home.state()
         assert state is not None and state["status"] == "ready"
         seen.append((state["pid"], state["api_url"]))

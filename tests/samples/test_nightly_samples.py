@@ -1,6 +1,13 @@
 """The nightly on real samples (Oyez, HUDOC, the case-law guide), twice in a row: the second run fetches
 nothing new, skips every builder and release (no input changed), makes no LLM call, leaves the release
-byte-identical, and its summary says nothing was rebuilt."""
+byte-identical, and its summary says nothing was rebuilt. Each run publishes the Parquet mirror to a real
+S3-compatible server ([mirror] publish): a reader elsewhere with only read credentials answers from it
+(`caseforge sql --mirror`), and the second run uploads no curated file."""
+import json
+import os
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -104,7 +111,17 @@ def tree_bytes(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_nightly_twice_on_samples(samples_subset, tmp_path):
+def published_objects(s3_server, url: str) -> dict[str, str]:
+    """Every object under the store URL -> its ETag and time (an object written again lists differently)."""
+    root = url.split("://", 1)[1]
+    return {info["name"][len(root) + 1:]: info.get("ETag", "") + str(info.get("LastModified"))
+            for info in s3_server.filesystem().find(root, detail=True).values()}
+
+
+def test_nightly_twice_on_samples(samples_subset, tmp_path, s3_env, monkeypatch):
+    mirror_url = f"s3://{s3_env.bucket}/nightly-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "caseforge.toml").write_text(f'[mirror]\npublish = "{mirror_url}"\n')
+    monkeypatch.setenv("CASEFORGE_CONFIG", str(tmp_path / "caseforge.toml"))
     backend = EchoBackendDouble()
     aquaechr = CallCountingBuilderDouble("aquaechr")          # reads what the real AQuAECHR builder reads
     stages_of = {"sources": {name: registry.SOURCES[name] for name in ("oyez", "hudoc", "guides")},
@@ -134,13 +151,27 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     assert "30 upstream payloads" in released["README.md"].decode()
     assert "CC BY-NC" in released["README.md"].decode()
     assert (first.run_dir / "scotus_decades.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (first.outcomes[-1].stage, first.outcomes[-1].status) == ("publish", "succeeded"), first.outcomes[-1]
+    published = published_objects(s3_env, mirror_url)
+    laptop = tmp_path / "laptop"                    # another working directory, the read-only identity only
+    laptop.mkdir()
+    reader = subprocess.run(
+        [sys.executable, "-m", "caseforge", "sql", "--mirror", mirror_url, "--format", "json",
+         "SELECT (SELECT count(*) FROM curated.scotus_cases) AS cases, (SELECT count(*) FROM curated.echr_paragraphs) "
+         "AS paragraphs"], cwd=laptop, capture_output=True, text=True, timeout=180,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CASEFORGE_"))},
+             **s3_env.env(s3_env.ro)})
+    assert reader.returncode == 0, reader.stderr
+    with connect(settings.db_path) as con:
+        paragraphs = con.execute("SELECT count(*) FROM curated.echr_paragraphs").fetchone()[0]
+    assert json.loads(reader.stdout) == [{"cases": CASES_IN_SUBSET, "paragraphs": paragraphs}] and paragraphs
 
     second = nightly_runner.run_nightly(settings, options, **stages_of)
     assert second.ok, second.failures()
     for source in second.outcomes[:3]:
         assert source.stage == "source" and source.status == "succeeded", source
         assert (source.counts["new_payloads"], source.counts["new"], source.counts["changed"]) == (0, 0, 0), source
-    rebuilt = {(o.stage, o.name): (o.status, o.note) for o in second.outcomes if o.stage != "source"}
+    rebuilt = {(o.stage, o.name): (o.status, o.note) for o in second.outcomes if o.stage not in ("source", "publish")}
     assert rebuilt == {("builder", "echo"): ("skipped", "inputs unchanged"),
                        ("builder", "aquaechr"): ("skipped", "inputs unchanged"),
                        ("export", "scotus"): ("skipped", "inputs unchanged")}
@@ -151,6 +182,12 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path):
     assert summary.startswith(f"# Nightly run {second.run_id}: all stages ok, nothing rebuilt (no builder, "
                               "evaluation or release had a changed input)"), summary[:300]
     assert (settings.runs_dir / "latest").resolve() == second.run_dir.resolve()
+    assert (second.outcomes[-1].stage, second.outcomes[-1].status) == ("publish", "succeeded"), second.outcomes[-1]
+    republished = published_objects(s3_env, mirror_url)
+    written = sorted(name for name in republished if published.get(name) != republished[name])
+    uploaded = [name for name in written if name.startswith("data/")]
+    assert uploaded and all(name.startswith("data/ops/") for name in uploaded), written   # only tonight's run records
+    assert sorted(set(written) - set(uploaded)) == ["CURRENT.json", "generations/00000002.json"], written
 
     # forcing the builders and the release: the LLM cache answers everything, the writer gives the same bytes
     forced = nightly_runner.run_nightly(settings, nightly_runner.NightlyOptions(

@@ -81,8 +81,9 @@ def test_cli_eval_filter_through_the_replay_backend(tmp_path, capsys):
     recording.close()
     code = main(["eval", "aquaechr-filter", "--gold", str(GOLD), "--llm", "replay", "--model", "double-judge",
                  "--replay-file", str(replay), "--db", str(tmp_path / "w.duckdb"), "--convention", "caseforge"])
-    out = capsys.readouterr().out
-    assert code == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    assert code == 0, captured.err[-3000:]
     assert "comprehensiveness    80.0    2    1    0    3" in out
     assert "conciseness          66.7    1    0    1    4" in out
     assert "overall              66.7    2    1    1    2" in out

@@ -58,6 +58,48 @@ def test_the_kubernetes_job_template_has_no_shard_volume_and_reads_the_store_cre
     assert "shards_claim" not in template["variables"]["properties"]
 
 
+def test_the_kubernetes_job_template_puts_the_store_url_into_the_pods_environment():
+    """The job variable `store` reaches the container as CASEFORGE_FANOUT_STORE (what caseforge.llm.worker reads),
+    filled in by Prefect's own templating (what a worker does with the pool's template and a run's variables)."""
+    from prefect.utilities.templating import apply_values
+
+    from caseforge.llm.worker import STORE_ENV
+
+    template = yaml.safe_load((DEPLOYMENTS / "gpu" / "k8s-job-template.yaml").read_text())
+    variables = template["variables"]["properties"]
+    assert variables["store"]["type"] == "string" and variables["store"]["default"] == ""
+    values = {**{name: spec["default"] for name, spec in variables.items() if "default" in spec},
+              "store": "s3://caseforge-shards/prod", "env": {"HF_HUB_OFFLINE": "1"}}
+    rendered = apply_values(template["job_configuration"], values)
+    container = rendered["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": STORE_ENV, "value": "s3://caseforge-shards/prod"}]
+    assert container["envFrom"] == [{"secretRef": {"name": "caseforge-store"}}]
+    assert rendered["env"] == {"HF_HUB_OFFLINE": "1"}    # the run's own environment, which the worker adds to the list
+    try:
+        from prefect_kubernetes.worker import KubernetesWorkerJobConfiguration
+    except ImportError:          # without the `workers` extra (make setup-workers), Prefect's part is all there is
+        return
+    configuration = KubernetesWorkerJobConfiguration.model_validate(rendered)
+    configuration._populate_env_in_manifest()
+    env = configuration.job_manifest["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": STORE_ENV, "value": "s3://caseforge-shards/prod"} in env
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in env
+
+
+def test_setup_sh_gives_the_kubernetes_pool_the_store_of_its_environment(monkeypatch):
+    from caseforge.flows.server_setup import base_job_template
+
+    path = str(DEPLOYMENTS / "gpu" / "k8s-job-template.yaml")
+    monkeypatch.delenv("CASEFORGE_FANOUT_STORE", raising=False)
+    assert base_job_template(path)["variables"]["properties"]["store"]["default"] == ""
+    monkeypatch.setenv("CASEFORGE_FANOUT_STORE", "s3://caseforge-shards/prod")
+    template = base_job_template(path)
+    assert template["variables"]["properties"]["store"]["default"] == "s3://caseforge-shards/prod"
+    assert template["job_configuration"] == yaml.safe_load(open(path))["job_configuration"]
+    setup = (DEPLOYMENTS / "setup.sh").read_text()
+    assert 'gpu_template="$HERE/gpu/k8s-job-template.yaml"' in setup and "caseforge.flows.server_setup" in setup
+
+
 def test_the_workers_extra_is_pinned_on_top_of_the_lock():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["workers"]
     workers, base = pins(ROOT / "requirements-workers.lock"), pins(ROOT / "requirements.lock")
@@ -88,7 +130,19 @@ def test_the_scheduled_nightly_is_tagged_for_the_failure_notification_setup_sh_m
     config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
     tagged = {d["name"] for d in config["deployments"] if notifications.NOTIFY_TAG in d.get("tags", [])}
     assert tagged == {"nightly", "oyez-nightly"}
-    assert "\n\"$PYTHON\" -m caseforge.flows.notifications\n" in (DEPLOYMENTS / "setup.sh").read_text()
+    assert "\n\"$PYTHON\" -m caseforge.flows.server_setup " in (DEPLOYMENTS / "setup.sh").read_text()
+
+
+def test_setup_sh_makes_the_zombie_automation_and_then_the_notifications(monkeypatch):
+    from caseforge.flows import notifications, server_setup, zombie_runs
+
+    made = []
+    monkeypatch.setattr(zombie_runs, "main", lambda argv: made.append("zombie") or 0)
+    monkeypatch.setattr(notifications, "main", lambda argv: made.append("notifications") or 0)
+    assert server_setup.main([]) == 0 and made == ["zombie", "notifications"]
+    made.clear()
+    monkeypatch.setattr(zombie_runs, "main", lambda argv: made.append("zombie") or 2)
+    assert server_setup.main([]) == 2 and made == ["zombie"]         # set -e: a failure stops there, as before
 
 
 def test_the_notification_url_chooses_the_block():

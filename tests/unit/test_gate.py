@@ -4,7 +4,7 @@ import json
 import pandas as pd
 
 from caseforge.gate import validate
-from caseforge.load import gate_and_load
+from caseforge.load import CuratedTable, gate_and_load
 from caseforge.warehouse.connection import connect
 
 
@@ -40,6 +40,9 @@ def test_too_many_bad_rows_reject_the_batch_as_a_broken_parser():
     assert result.batch_rejected and "parser is probably broken" in result.batch_reasons[-1]
 
 
+SCOTUS_CASES = CuratedTable("scotus_cases", "oyez/curate_scotus_cases.sql", "case_id")
+
+
 def test_rejected_batch_leaves_curated_untouched_and_is_recorded(db_path):
     con = connect(db_path)
     good = case_rows(2)
@@ -49,12 +52,12 @@ def test_rejected_batch_leaves_curated_untouched_and_is_recorded(db_path):
                    "citation_volume", "citation_page", "citation_year", "lower_court", "manner_of_jurisdiction",
                    "justia_url", "source_url"):
         good[column] = None
-    outcome = gate_and_load(con, 7, "scotus_cases", good, "oyez/curate_scotus_cases.sql", "case_id")
+    outcome = gate_and_load(con, 7, good, SCOTUS_CASES)
     assert outcome.staged == 2
     bad = good.copy()
     bad["case_id"] = 5
     bad["name"] = "changed"
-    outcome = gate_and_load(con, 8, "scotus_cases", bad, "oyez/curate_scotus_cases.sql", "case_id")
+    outcome = gate_and_load(con, 8, bad, SCOTUS_CASES)
     assert outcome.batch_rejected and outcome.quarantined == 2
     assert con.execute("SELECT count(*) FROM curated.scotus_cases WHERE name = 'changed'").fetchone()[0] == 0
     rows = con.execute("SELECT run_id, success, batch_rejected, failed_expectations FROM ops.quality_results "

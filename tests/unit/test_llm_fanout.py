@@ -122,7 +122,7 @@ class ShardRunsDouble:
         self.runs[run_id].update(state=fanout.FAILED, message=f"crashed: {reason}")
 
 
-FAST = {"pool": "test-gpu", "shards": 4, "poll_s": 0.05, "heartbeat_s": 0.05, "stale_after_s": 0.6,
+FAST = {"pool": "test-gpu", "shards": 4, "min_shard_requests": 1, "poll_s": 0.05, "heartbeat_s": 0.05, "stale_after_s": 0.6,
         "start_timeout_s": 0.5, "no_worker_timeout_s": 0.5, "max_submissions": 3}
 
 
@@ -314,7 +314,7 @@ def test_fanout_settings_are_checked():
     with overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
         assert fanout.FanoutSettings.from_settings().shards == 8
     with overriding({"fanout": {"pool": "gpu", "shard": 8}}):
-        with pytest.raises(ValueError, match="unknown setting"):
+        with pytest.raises(ValueError, match=r"unknown setting \[fanout\] shard; did you mean shards\?"):
             fanout.FanoutSettings.from_settings()
     with overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
         with pytest.raises(ValueError, match="flow name/deployment name"):
@@ -332,7 +332,7 @@ def test_a_backend_chosen_through_the_settings_knows_its_choice():
 
 def test_settings_name_the_store_and_refuse_what_cannot_work():
     with overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
-        with pytest.raises(ValueError, match=r"shard_dir is now \[fanout\] store"):
+        with pytest.raises(ValueError, match=r"unknown setting \[fanout\] shard_dir; it is now \[fanout\] store"):
             fanout.FanoutSettings.from_settings()
     with overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
         with pytest.raises(ValueError, match="less than three heartbeats"):
@@ -345,9 +345,13 @@ def test_settings_name_the_store_and_refuse_what_cannot_work():
 def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
     runs = runs_installed(ShardRunsDouble())
     con = connect(tmp_path / "fanned.duckdb")
-    with overriding({"fanout": {**FAST, "min_shard_requests": 5, "store": str(tmp_path / "s")}}):
-        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(12)), Number)
-    assert len(runs.submitted) == len(result.fanout.shards) <= 3 and len(result.outputs) == 12
+    with overriding({"fanout": {**FAST, "min_shard_requests": 15, "store": str(tmp_path / "s")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(40)), Number)
+    # no shard of fewer than min_shard_requests (as far as the split by hash allows): 40 // 15 = 2 shards, not 3
+    assert len(runs.submitted) == len(result.fanout.shards) == 2 and len(result.outputs) == 40
+    with overriding({"fanout": {**FAST, "min_shard_requests": 50, "store": str(tmp_path / "s")}}):
+        result = run_job(con, "echo", EchoBackendDouble(), requests_for(range(40, 50)), Number)
+    assert len(result.fanout.shards) == 1 and len(result.outputs) == 10      # a job smaller than that: one shard
 
 
 # --- the model endpoint is the worker's own (issue 37, item 5) -------------------------------------------------
@@ -390,8 +394,14 @@ class RealWorkerRuns(ShardRunsDouble):
         run_id = f"run-{len(self.submitted) + 1}"
         self.submitted.append((run_id, name, parameters))
         record = self.runs[run_id] = {"state": fanout.RUNNING, "message": "", "beats": 1}
+        stopped = threading.Event()
+
+        def beat():         # a live run beats while it works (a constant beat reads as a dead worker under load)
+            while not stopped.wait(0.05):
+                record["beats"] += 1
 
         def work():
+            threading.Thread(target=beat, daemon=True).start()
             try:
                 p = parameters
                 answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
@@ -399,6 +409,8 @@ class RealWorkerRuns(ShardRunsDouble):
                 record["state"] = fanout.COMPLETED
             except Exception as exc:                     # noqa: BLE001
                 record.update(state=fanout.FAILED, message=f"failed: {exc}")
+            finally:
+                stopped.set()
         threading.Thread(target=work, daemon=True).start()
         return run_id
 

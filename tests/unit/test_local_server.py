@@ -179,3 +179,69 @@ def test_heartbeats_the_user_set_are_kept(monkeypatch, tmp_path):
     with temporary_settings({PREFECT_HOME: str(tmp_path), PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}):
         with prefect_api.prefect_api():
             assert get_current_settings().flows.heartbeat_frequency == 60
+
+
+def _pretend_server(paths: Paths) -> subprocess.Popen:
+    """A process that local_server.owns() takes for this home's server (its marker and home in its command line)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", local_server.MARKER,
+                             str(paths.home.parent)])
+
+
+def test_a_server_started_from_another_virtual_environment_is_not_shared(monkeypatch, tmp_path):
+    """Two checkouts, each with its own .venv, under one ~/.prefect: the second does not silently use the server
+    the first started, and says why (issue 36). Same for another caseforge version."""
+    identity, version = prefect_api._identity()
+    assert identity["venv"] == sys.prefix and identity["caseforge_version"] == local_server.caseforge_version()
+    paths = Paths.of(tmp_path)
+    paths.home.mkdir(parents=True)
+    monkeypatch.setattr(local_server, "healthy", lambda *a, **k: True)       # it answers: only identity decides
+    monkeypatch.setattr(local_server, "_launch", lambda *a, **k: pytest.fail("nothing is started over it"))
+    server = _pretend_server(paths)
+    try:
+        for other, named in (({"venv": "/elsewhere/checkout/.venv"}, "virtual environment '/elsewhere/checkout/.venv'"),
+                             ({"caseforge_version": "0.0.1"}, "caseforge version '0.0.1'")):
+            paths.state.write_text(json.dumps({"pid": server.pid, "status": "ready", "api_url": "http://127.0.0.1:9/api",
+                                               **identity, **other}))
+            with pytest.raises(local_server.LocalServerError, match="not reused") as raised:
+                local_server.ensure(tmp_path, identity, dict, 60, 5, version)
+            assert named in str(raised.value) and f"this command: {identity[next(iter(other))]!r}" in str(raised.value)
+            assert server.poll() is None                        # left alone
+        paths.state.write_text(json.dumps({"pid": server.pid, "status": "ready", "api_url": "http://127.0.0.1:9/api",
+                                           **identity}))
+        assert local_server.ensure(tmp_path, identity, dict, 60, 5, version)[1] == "reused"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _flow_run_link() -> str | None:
+    """The link Prefect's flow engine prints as "View at ..." when a flow run begins (None: it prints none)."""
+    import uuid
+
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.utilities.urls import url_for
+
+    return url_for(FlowRun(id=uuid.UUID(int=7), flow_id=uuid.UUID(int=8), name="a-run"))
+
+
+def test_no_view_at_link_to_the_local_server_which_serves_no_ui(monkeypatch, tmp_path):
+    """Every flow run printed "View at http://127.0.0.1:PORT/runs/flow-run/..." while the local server serves
+    no UI (a 404). A UI URL the user set is kept, and so are the links of the user's own server."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_UI_URL, temporary_settings
+
+    monkeypatch.setenv(local_server.MODE_ENV, "local")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_UI_URL", raising=False)
+    monkeypatch.setattr(local_server, "ensure", lambda *a, **k: ({"pid": 1, "api_url": "http://127.0.0.1:9/api"},
+                                                                 "reused"))
+    with temporary_settings({PREFECT_HOME: str(tmp_path)}):
+        with prefect_api.prefect_api():
+            assert _flow_run_link() is None
+            assert os.environ["PREFECT_UI_URL"] == ""          # child processes too
+        assert "PREFECT_UI_URL" not in os.environ
+    with temporary_settings({PREFECT_HOME: str(tmp_path), PREFECT_UI_URL: "http://ui.example:4200"}):
+        with prefect_api.prefect_api():
+            assert _flow_run_link() == "http://ui.example:4200/runs/flow-run/00000000-0000-0000-0000-000000000007"
+    with temporary_settings({PREFECT_API_URL: "http://prefect.example:4200/api"}):
+        with prefect_api.prefect_api():
+            assert _flow_run_link() == "http://prefect.example:4200/runs/flow-run/00000000-0000-0000-0000-000000000007"

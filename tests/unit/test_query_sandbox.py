@@ -1,9 +1,13 @@
 """The ad-hoc query connection (`caseforge sql`, `quality`, `status`: caseforge.warehouse.query.open_for_query)
 reaches the warehouse and its own Parquet mirror and nothing else: no file read or written anywhere
 else, no attach, no extension install or load, and no setting that undoes that. Every attack runs
-against both ways the connection is made: read-only on the file, and the in-memory reader over the
-Parquet mirror that answers while a run holds the file."""
+against the three ways the connection is made: read-only on the file, the reader over the Parquet mirror
+that answers while a run holds the file, and the reader over a mirror published to an object store
+(`--mirror s3://…`, a real S3-compatible server, the read-only identity), which must not reach any other
+object of its bucket either."""
 from __future__ import annotations
+
+import uuid
 
 import duckdb
 import pytest
@@ -12,7 +16,9 @@ from warehouse_holder import held_by_another_process
 from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
-from caseforge.warehouse.query import open_for_query
+from caseforge.store import open_store
+from caseforge.warehouse.published import publish_mirror
+from caseforge.warehouse.query import open_for_query, open_published_for_query
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +47,36 @@ def held(world):
         yield holder
 
 
-@pytest.fixture(scope="module", params=["warehouse", "parquet"])
+@pytest.fixture(scope="module")
+def bucket(world, s3_server):
+    """The world's mirror published to the bucket, other objects of the same bucket beside it (another prefix,
+    a secret), and this process reading with the read-only identity only."""
+    prefix = f"sandbox-{uuid.uuid4().hex[:8]}"
+    fs = s3_server.filesystem()
+    fs.pipe(f"{s3_server.bucket}/other/secret.csv", world["secret"].read_bytes())
+    fs.put_file(str(world["mirror"] / "scotus_legacy.parquet"), f"{s3_server.bucket}/other/x.parquet")
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in s3_server.env(s3_server.rw).items():
+            env.setenv(name, value)
+        url = f"s3://{s3_server.bucket}/{prefix}"
+        publish_mirror(world["mirror"], open_store(url))
+        for name, value in s3_server.env(s3_server.ro).items():
+            env.setenv(name, value)
+        yield {"url": url, "bucket": s3_server.bucket, "endpoint": s3_server.endpoint_url,
+               "objects": open_store(url).list()}
+
+
+@pytest.fixture(scope="module", params=["warehouse", "parquet", "published"])
 def query(request, world):
-    """open_for_query's connection: on the file, or (while another process holds the file) on the mirror.
-    Module-scoped, so pytest runs every test on the file first, then every test on the mirror."""
+    """open_for_query's connection: on the file, or (while another process holds the file) on the mirror;
+    or open_published_for_query's on the mirror published to a bucket. Module-scoped, so pytest runs every
+    test on the file first, then every test on the mirror, then on the published mirror."""
     if request.param == "parquet":
         request.getfixturevalue("held")
-    con, mode = open_for_query(world["db"], world["mirror"])
+    if request.param == "published":
+        con, mode = open_published_for_query(request.getfixturevalue("bucket")["url"])
+    else:
+        con, mode = open_for_query(world["db"], world["mirror"])
     assert mode == request.param
     yield con
     con.close()
@@ -129,6 +158,34 @@ def test_extensions_are_neither_installed_nor_loaded(query):
     # a URL would auto-load httpfs and open a connection: refused before either (loopback, closed port)
     refused(query, "SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')")
     refused(query, "SELECT * FROM read_parquet('s3://bucket/x.parquet')")
+
+
+@pytest.mark.parametrize("reader", [
+    "SELECT * FROM read_parquet('{url}')",
+    "SELECT * FROM read_csv('{url}')",
+    "SELECT * FROM read_text('{url}')",
+    "SELECT * FROM read_blob('{url}')",
+    "SELECT * FROM parquet_metadata('{url}')",
+    "SELECT * FROM glob('{url}')",
+    "SELECT * FROM '{url}'",
+])
+@pytest.mark.parametrize("target", ["other prefix", "secret", "published object", "pointer", "whole bucket",
+                                    "over http"])
+def test_no_object_of_the_bucket_can_be_read_by_url(query, bucket, reader, target):
+    """Not another prefix of the same bucket, not the published objects themselves (only the views read them,
+    and only the generation the pointer named when the connection opened), by s3:// or by the endpoint's URL."""
+    name = next(n for n in bucket["objects"] if n.startswith("data/"))
+    url = {"other prefix": f"s3://{bucket['bucket']}/other/x.parquet",
+           "secret": f"s3://{bucket['bucket']}/other/secret.csv",
+           "published object": f"{bucket['url']}/{name}",
+           "pointer": f"{bucket['url']}/CURRENT.json",
+           "whole bucket": f"s3://{bucket['bucket']}/**",
+           "over http": f"{bucket['endpoint']}/{bucket['bucket']}/other/secret.csv"}[target]
+    message = refused(query, reader.format(url=url))
+    assert "hunter2" not in message
+    for statement in (f"COPY (SELECT 1 AS a) TO '{url}'", f"ATTACH '{url}' AS o",
+                      f"CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 's', ENDPOINT '{bucket['endpoint']}')"):
+        refused(query, statement)
 
 
 @pytest.mark.parametrize("statement", [

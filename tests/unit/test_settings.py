@@ -56,11 +56,34 @@ def test_a_value_of_the_wrong_kind_is_named(monkeypatch, tmp_path):
         load_settings()
 
 
-def test_unknown_keys_are_kept_for_now(tmp_path):
-    (tmp_path / "caseforge.toml").write_text("[fanout]\nshard = 8\n[mine]\nx = 1\n")
-    assert table("fanout")["shard"] == 8 and table("mine") == {"x": 1}
+def test_a_key_no_table_declares_is_an_error_naming_it_its_file_and_the_closest_key(tmp_path):
+    """Issue 37: `[llm] model` and `[llm.options]` of the documented example were ignored without a word."""
+    (tmp_path / "caseforge.toml").write_text('[fanout]\nshard = 8\n[mine]\nx = 1\n[llm.options]\nbase_url = "u"\n'
+                                             '[llm.roles.validatr]\nmodel = "m"\n')
+    with pytest.raises(SettingsError) as raised:
+        table("fanout")
+    assert sorted(raised.value.problems) == sorted([
+        "settings file caseforge.toml: unknown setting [fanout] shard; did you mean shards?",
+        "settings file caseforge.toml: unknown setting [mine] (known: fanout, llm, mirror, nightly, release, upstream)",
+        "settings file caseforge.toml: unknown setting [llm] options; it belongs in [llm.backends.<name>] options",
+        "settings file caseforge.toml: unknown setting [llm.roles] validatr; did you mean validator?"])
+
+
+def test_a_run_override_with_an_unknown_key_says_so():
+    with overriding({"fanout": {"pol": "gpu"}}):
+        with pytest.raises(SettingsError, match=r"^this run's settings \(overrides\): unknown setting \[fanout\] pol; "
+                                                r"did you mean pool\?$"):
+            load_settings()
 
 
 def test_a_toml_date_is_the_text_it_stands_for(tmp_path):
     (tmp_path / "caseforge.toml").write_text("[release]\nfresh_after = 2024-06-30\n")
     assert load_settings().file.release.fresh_after == "2024-06-30"
+
+
+def test_the_tables_name_the_backends_and_roles_there_are():
+    from caseforge.llm.backends import REGISTRY
+    from caseforge.llm.config import ROLE_FLAGS
+    from caseforge.settings_tables import BACKENDS, ROLES
+
+    assert set(BACKENDS) == set(REGISTRY) and set(ROLES) == set(ROLE_FLAGS)

@@ -1,6 +1,7 @@
 """Backends behind one interface. Heavy ones (vllm, llama.cpp) are imported only when chosen."""
 from __future__ import annotations
 
+import inspect
 from typing import Callable, Protocol
 
 from caseforge.llm.types import Completion, LLMRequest
@@ -30,6 +31,21 @@ def _vllm(model: str, **options):
 REGISTRY: dict[str, Callable[..., "Backend"]] = {
     "replay": _replay, "openai": _openai, "llamacpp": _llamacpp, "vllm": _vllm,
 }
+
+
+_HANDED_BY_CODE = {"self", "model", "sleep", "transport"}      # keywords that no settings file sets
+
+
+def option_names(name: str) -> set[str]:
+    """The options backend `name` takes from the settings ([llm.backends.<name>.options] and the like): its
+    class's keywords (the modules are light; the engines they drive are imported when a backend starts)."""
+    from caseforge.llm.backends import llamacpp, openai_compat, replay, vllm_offline
+
+    classes = {"replay": replay.ReplayBackend, "openai": openai_compat.OpenAIBackend,
+               "llamacpp": llamacpp.LlamaCppBackend, "vllm": vllm_offline.VLLMBackend}
+    parameters = inspect.signature(classes[name]).parameters
+    return {p.name for p in parameters.values()
+            if p.kind is not inspect.Parameter.VAR_KEYWORD and p.name not in _HANDED_BY_CODE}
 
 
 class Backend(Protocol):
