@@ -7,23 +7,11 @@ import pytest
 from caseforge.flows import nightly, nightly_runner
 from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
-from caseforge.warehouse.connection import connect
 
+from nightly_problem_doubles import alpha_source
 from registry_doubles import SourceDouble, BuilderDouble, ReleaseDouble
 
 pytestmark = [pytest.mark.slow]
-
-
-def alpha_source(settings, **kwargs):
-    con = connect(settings.db_path)
-    try:
-        con.execute("CREATE TABLE IF NOT EXISTS curated.alpha (id INTEGER PRIMARY KEY, label VARCHAR)")
-        con.execute("INSERT OR REPLACE INTO curated.alpha VALUES (1, 'a')")
-    finally:
-        con.close()
-    report = StageReport(name="alpha")
-    report.add("new", 1)
-    return report
 
 
 def unreachable_source(settings, **kwargs):
