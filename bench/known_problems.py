@@ -66,7 +66,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="400 judgments (CI checks that the bench still runs)")
     args = parser.parse_args()
+    if args.quick:
+        args.docs = 400
     samples = scale.samples_dir()
     if not samples.is_dir():
         raise SystemExit(f"bench: no samples at {samples} (set CASEFORGE_SAMPLES)")

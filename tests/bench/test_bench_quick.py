@@ -30,6 +30,8 @@ PRINTS = {
     "llm_dispatch.py": [r'overhead: \{"overhead_ms_per_call"', r'"achieved_rps": \d', r'"ratio": \d'],
     "oyez_parse.py": [r"parse: [\d,]+ cases/second", r"no-op run 1 request\(s\)"],
     "pair_screening.py": [r"N=\s*\d+: exact .* window pairs", r"N=\s*\d+: faiss .* recall \{'contradiction'"],
+    "known_problems.py": [r"\| first \| \d+\.\d\d \|", r"\| again \| \d+\.\d\d \| [\d.]+ \| succeeded \| 0 \| 0 \|",
+                          r"again / first CPU: \d"],
     "sql_stream.py": [r"\| csv \| 200,000 \| \d+ \|", r"\| json \| 200,000 \| \d+ \|",
                       r"csv: peak RSS at 200,000 rows / at 5,000 rows: \d+\.\d\dx",
                       r"json: peak RSS at 200,000 rows / at 5,000 rows: \d+\.\d\dx"],
