@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 
-.PHONY: setup setup-workers run test test-smollm bench clean
+.PHONY: setup setup-workers run test test-smollm test-bench bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test: setup
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
 test-smollm: setup
 	$(BIN)/python -m pytest -q -m smollm_pipeline
+
+# The quick modes of the benches that run whole nightly commands (bench/nightly_scale.py: seven nightlies,
+# bench/fanout_nightly.py: two and a Prefect deployment; about ten minutes on 2 cores), kept out of `make test`
+# so the suite stays under fifteen minutes.
+test-bench: setup
+	$(BIN)/python -m pytest -q -m nightly_bench tests/bench
 
 bench: setup
 	$(BIN)/python bench/oyez_parse.py

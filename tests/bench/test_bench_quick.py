@@ -51,7 +51,12 @@ def test_every_bench_script_has_a_quick_mode_check():
     assert all((BENCH.parent / test).is_file() for test in OWN_TEST.values())
 
 
-@pytest.mark.parametrize("script", sorted(PRINTS))
+# benches whose quick mode runs whole nightly commands: `make test-bench` (pyproject.toml's marker nightly_bench)
+NIGHTLY_BENCHES = {"fanout_nightly.py"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.nightly_bench) if s in NIGHTLY_BENCHES else s
+                                    for s in sorted(PRINTS)])
 def test_bench_runs_in_quick_mode_and_prints_its_figures(script, samples_dir, tmp_path):
     workdir = tmp_path / "cwd"
     workdir.mkdir()

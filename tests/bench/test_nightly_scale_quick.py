@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.nightly_bench, pytest.mark.timeout(1800)]
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "nightly_scale.py"
 NIGHTS = ("first", "unchanged", "1% → full", "1% → empty")
