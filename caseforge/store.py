@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +33,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import fsspec
+
+from caseforge.atomic import write_atomically
 
 LOOPBACK_HOSTS = {"localhost", "::1", "[::1]"}
 
@@ -83,10 +84,7 @@ class Store:
         target = self.path(name)
         if self.local:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=Path(target).parent, prefix=f".{Path(target).name}.",
-                                             suffix=".partial", delete=False) as handle:
-                handle.write(data)
-            os.replace(handle.name, target)
+            write_atomically(target, data)
         else:                   # one PUT: S3 and GCS make an object visible only once it is complete
             self.fs.pipe_file(target, data)
 
