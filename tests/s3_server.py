@@ -130,17 +130,23 @@ class S3Server:
 
     def stop(self, grace_s: float = 5.0) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        if process is not None:
+            stop_process_group(process, grace_s)
 
     def __enter__(self) -> "S3Server":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def stop_process_group(process: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """Stop a process started in a session of its own, with its group: SIGTERM, then SIGKILL after `grace_s`."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)

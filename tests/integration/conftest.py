@@ -17,6 +17,7 @@ import httpx
 import pytest
 import yaml
 from oyez_subset import link_oyez_subset
+from s3_server import stop_process_group
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 CI_ARTIFACTS = PROJECT_ROOT / "out" / "ci-artifacts"
@@ -67,13 +68,7 @@ class PrefectServer:
     def stop_process(self, process: subprocess.Popen, grace_s: float = 5) -> None:
         """Stop one process this server started (and its process group) before the session ends: SIGTERM, then
         SIGKILL after `grace_s` (an idle Prefect worker can take 20 s and more to act on SIGTERM)."""
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        stop_process_group(process, grace_s)
         if process in self.processes:
             self.processes.remove(process)
 
