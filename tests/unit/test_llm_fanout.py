@@ -78,6 +78,24 @@ class ShardRunsDouble:
             return run_id
         backend = self.workers[run_id] = EchoBackendDouble(die_after=1 if how == "dies" else None,
                                                            broken=how == "fails", **self.worker_backend)
+
+        def answer() -> dict | None:
+            store = open_store(parameters["store"])
+            shard = Shard(store, parameters["shard"])
+            run_shard(parameters["step"], backend, shard, parameters["max_attempts"],
+                      worker={"name": f"worker-of-{run_id}"})
+            if how == "crashes after":
+                store.delete(shard.answers)
+                return {"state": fanout.FAILED, "message": "crashed: marked by the zombie automation"}
+            return None
+        self.answer_in_thread(record, answer)
+        return run_id
+
+    @staticmethod
+    def answer_in_thread(record: dict, answer) -> None:
+        """Run `answer` in a thread as a live run: it beats while it works (a constant beat reads as a dead
+        worker under load), ends COMPLETED (or as `answer` says), FAILED with the error, or, killed, tells
+        nobody."""
         stopped = threading.Event()
 
         def beat():
@@ -87,15 +105,7 @@ class ShardRunsDouble:
         def work():
             threading.Thread(target=beat, daemon=True).start()
             try:
-                store = open_store(parameters["store"])
-                shard = Shard(store, parameters["shard"])
-                run_shard(parameters["step"], backend, shard, parameters["max_attempts"],
-                          worker={"name": f"worker-of-{run_id}"})
-                if how == "crashes after":
-                    store.delete(shard.answers)
-                    record.update(state=fanout.FAILED, message="crashed: marked by the zombie automation")
-                else:
-                    record["state"] = fanout.COMPLETED
+                record.update(answer() or {"state": fanout.COMPLETED})
             except KeyboardInterrupt:
                 pass                                     # killed: nobody tells the server
             except Exception as exc:                     # noqa: BLE001
@@ -103,7 +113,6 @@ class ShardRunsDouble:
             finally:
                 stopped.set()
         threading.Thread(target=work, daemon=True).start()
-        return run_id
 
     def state(self, run_id):
         return self.runs[run_id]["state"], self.runs[run_id]["message"]
@@ -394,24 +403,12 @@ class RealWorkerRuns(ShardRunsDouble):
         run_id = f"run-{len(self.submitted) + 1}"
         self.submitted.append((run_id, name, parameters))
         record = self.runs[run_id] = {"state": fanout.RUNNING, "message": "", "beats": 1}
-        stopped = threading.Event()
 
-        def beat():         # a live run beats while it works (a constant beat reads as a dead worker under load)
-            while not stopped.wait(0.05):
-                record["beats"] += 1
-
-        def work():
-            threading.Thread(target=beat, daemon=True).start()
-            try:
-                p = parameters
-                answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
-                             p["max_attempts"], p["role"], {"worker": "real-worker-double"})
-                record["state"] = fanout.COMPLETED
-            except Exception as exc:                     # noqa: BLE001
-                record.update(state=fanout.FAILED, message=f"failed: {exc}")
-            finally:
-                stopped.set()
-        threading.Thread(target=work, daemon=True).start()
+        def answer() -> None:
+            p = parameters
+            answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
+                         p["max_attempts"], p["role"], {"worker": "real-worker-double"})
+        self.answer_in_thread(record, answer)
         return run_id
 
 
