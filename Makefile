@@ -3,13 +3,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
+# llama.cpp (llama-cpp-python compiles it at install) is built for a portable x86-64 level (AVX2, FMA, F16C), not for
+# this CPU: a native build on a virtual machine that advertises AMX but traps its instructions died with SIGILL
+# (`tilezero` in ggml_backend_amx_mul_mat) at the first SmolLM2 answer. pip reuses a wheel it already built
+# whatever CMAKE_ARGS says: `pip cache remove llama_cpp_python` before `make setup` to rebuild one.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: setup setup-workers run test test-smollm test-bench bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.lock
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
