@@ -103,6 +103,18 @@ def cohen_kappa(judge: list[str], consensus: list[str], categories: list[str], o
     return float(cohen_kappa_score(judge, consensus, labels=categories, weights="quadratic" if ordinal else None))
 
 
+def kappa_of_codes(judge: np.ndarray, consensus: np.ndarray, size: int, ordinal: bool) -> float:
+    """Cohen's κ of two integer-coded label arrays, computed as scikit-learn's cohen_kappa_score computes it (from
+    the confusion matrix, with quadratic weights on a scale), without its input checks: a bootstrap's resamples
+    take 1,000 of them, which cost sklearn tens of seconds here. tests/unit/test_review_agreement.py checks it
+    equals cohen_kappa_score; the figure itself is always sklearn's."""
+    observed = np.bincount(judge * size + consensus, minlength=size * size).reshape(size, size).astype(float)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    grid = np.arange(size)
+    weights = ((grid[:, None] - grid[None, :]) ** 2).astype(float) if ordinal else 1.0 - np.eye(size)
+    return float(1 - (weights * observed).sum() / (weights * expected).sum())
+
+
 def accuracy(judge: list[str], consensus: list[str]) -> float:
     """The share of items where the judge gave the consensus (sklearn's accuracy_score, without its input checks,
     which would cost a bootstrap of 1,000 resamples seconds)."""
@@ -162,6 +174,20 @@ def gwet_figure(name: str, table: list[list[str]], categories: list[str], ordina
     return Figure(name, _finite(est["coefficient_value"]), _finite(low), _finite(high), n, "gwet")
 
 
+def kappa_figure(pairs: list[tuple[str, str]], categories: list[str], ordinal: bool, seed: int,
+                 resamples: int) -> Figure:
+    """Cohen's κ by scikit-learn, its interval from bootstrap resamples computed by kappa_of_codes."""
+    codes = {c: i for i, c in enumerate(categories)}
+    judge = np.array([codes[a] for a, _ in pairs], dtype=int)
+    consensus = np.array([codes[b] for _, b in pairs], dtype=int)
+    figure = with_interval("kappa", lambda idx: kappa_of_codes(judge[idx], consensus[idx], len(categories), ordinal),
+                           list(range(len(pairs))), seed, resamples)
+    if figure.value is None:
+        return figure
+    value = _finite(cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], categories, ordinal))
+    return Figure("kappa", value, figure.low, figure.high, figure.n, figure.interval)
+
+
 def _safe(statistic, rows) -> float:
     try:
         return statistic(rows)
@@ -186,10 +212,11 @@ def field_agreement(name: str, categories: list[str], ordinal: bool, answers: di
     complete = [(item, values) for item, values in sorted(answers.items()) if all(v is not None for v in values)]
     result.items = len(complete)
     table = [values for _, values in complete]
-    result.annotators = [
-        with_interval("alpha", lambda t: krippendorff_alpha(t, categories, ordinal), table, seed, resamples),
-        gwet_figure("ac2" if ordinal else "ac1", table, categories, ordinal),
-    ]
+    if all(len(values) > 1 for values in table):       # one annotator per item: no agreement between them
+        result.annotators = [
+            with_interval("alpha", lambda t: krippendorff_alpha(t, categories, ordinal), table, seed, resamples),
+            gwet_figure("ac2" if ordinal else "ac1", table, categories, ordinal),
+        ]
     pairs = []
     for item, values in complete:
         agreed = consensus_of(values, ordinal)
@@ -200,8 +227,7 @@ def field_agreement(name: str, categories: list[str], ordinal: bool, answers: di
     judged, agreed = [p[0] for p in pairs], [p[1] for p in pairs]
     result.judge = [
         with_interval("accuracy", lambda p: accuracy([a for a, _ in p], [b for _, b in p]), pairs, seed, resamples),
-        with_interval("kappa", lambda p: cohen_kappa([a for a, _ in p], [b for _, b in p], categories, ordinal),
-                      pairs, seed, resamples),
+        kappa_figure(pairs, categories, ordinal, seed, resamples),
         gwet_figure("ac2" if ordinal else "ac1", [list(p) for p in pairs], categories, ordinal),
     ]
     if ordinal:

@@ -52,7 +52,7 @@ class JudgeCard:
                  f"- Reviewed by {self.reviewers}: {self.reviewed} items with every answer of "
                  f"{self.annotators_per_item} annotator(s) per item, of {self.pushed} put before them"
                  + (f" ({self.sample})" if self.sample else "") + ".",
-                 f"- Release policy: {status}" + (f" ({self.policy})" if self.policy else "") + ".", "",
+                 *([f"- Release policy: {status} ({self.policy})."] if self.policy else []), "",
                  "| field | between | figure | value | 95% interval | items | interval |",
                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for f in self.fields:
@@ -81,7 +81,8 @@ class JudgeCard:
         out = [f"judge {self.judge}: {self.model_line()}",
                f"reviewed by {self.reviewers}: {self.reviewed} items, {self.annotators_per_item} annotator(s) per "
                f"item, of {self.pushed} put before them",
-               "release policy: " + ("met" if self.verdict is None else f"below: {self.verdict}")]
+               *(["release policy: " + ("met" if self.verdict is None else f"below: {self.verdict}")]
+                 if self.policy else [])]
         for f in self.fields:
             out += [f"{f.field} annotators {fig.text()}" for fig in f.annotators]
             out += [f"{f.field} judge vs consensus {fig.text()}" for fig in f.judge]
