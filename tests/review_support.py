@@ -81,8 +81,8 @@ def build_claims(con, backends=None):
     return claims
 
 
-def record_review_replay(samples_dir: Path, scratch: Path) -> int:
-    """Record the replay file: the double's answers on the twenty cases."""
+def record_review_replay(samples_dir: Path, scratch: Path, out: Path = REPLAY_FILE) -> int:
+    """Record the replay file (tests/request_identities.py record): the double's answers on the twenty cases."""
     from caseforge.llm.backends.replay import export_replay
     from caseforge.tasks.casefacts.config import BuildConfig
     from caseforge.warehouse.connection import connect
@@ -92,7 +92,7 @@ def record_review_replay(samples_dir: Path, scratch: Path) -> int:
     load_review_cases(con, samples_dir, scratch)
     build_claims(con, {"generator": ReviewBuildDouble(config.generator_model),
                        "validator": ReviewBuildDouble(config.validator_model)})
-    written = export_replay(con, REPLAY_FILE)
+    written = export_replay(con, out)
     con.close()
     return written
 

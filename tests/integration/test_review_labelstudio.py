@@ -3,7 +3,8 @@
 the API from a fixture of labels; pulls are idempotent, an edit replaces, a deletion is gone, a forged and a third
 annotation are refused with their reasons; the report's figures are the libraries' own on the same table; Label
 Studio stopped during a pull fails that stage alone and the next pull completes; a release carries the judge card,
-its Croissant validates, and the policy holds a release back below min_agreement."""
+its Croissant validates, and the policy holds a release back below min_agreement. First, in a real browser, an
+annotator's labelling page shows a pushed claim and the choices (the screenshot is kept in out/ci-artifacts/)."""
 from __future__ import annotations
 
 import json
@@ -43,6 +44,37 @@ def post(client, task_id: int, result: list[dict], **extra) -> int:
     response = client.post(f"/api/tasks/{task_id}/annotations", json={"result": result, **extra})
     assert response.status_code == 201, response.text[:500]
     return response.json()["id"]
+
+
+def test_an_annotator_sees_a_pushed_claim_and_the_choices_in_a_browser(pushed_casefacts, label_studio):
+    """Runs before the annotations below: the annotator's labelling stream hands out a pushed task."""
+    from browser import browser_missing, headless_browser, screenshot
+
+    missing = browser_missing()
+    if missing:
+        pytest.skip(missing)
+    db, _ = pushed_casefacts
+    claims = {claim for (claim,) in rows(db, "SELECT c.claim FROM curated.casefacts_claims c JOIN review.items i "
+                                             "ON i.item_id = c.claim_id")}
+    with headless_browser() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{label_studio.url}/user/login/")
+        page.fill("input[name=email]", ANNOTATOR_A)
+        page.fill("input[name=password]", label_studio.passwords[ANNOTATOR_A])
+        page.click("button[type=submit]")
+        page.wait_for_load_state("networkidle")
+        project = label_studio.as_user(label_studio.admin).get("/api/projects").json()["results"][0]["id"]
+        page.goto(f"{label_studio.url}/projects/{project}/data?labeling=1")
+        page.wait_for_selector("text=Is the claim supported by these cases?", timeout=120_000)
+        page.wait_for_selector("text=Cases (facts, question, conclusion)", timeout=60_000)
+        shot = screenshot(page, "review-labelling.png")
+        text = page.inner_text("body")
+    assert any(claim in text for claim in claims), "the page shows none of the pushed claims"
+    for choice in ("SUPPORTED", "REFUTED", "OVERRULED", "UNUSABLE"):
+        assert choice in text
+    assert "Facts:" in text and "Conclusion:" in text          # the cases the judge saw
+    assert "Submit" in text and "admin@" not in text            # a fresh answer, no one else's annotation
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_push_annotate_pull_report_release(pushed_casefacts, label_studio, review_env, monkeypatch, capsys,
