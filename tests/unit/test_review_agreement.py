@@ -115,3 +115,39 @@ def test_a_release_of_an_unreviewed_benchmark_is_marked_or_held_as_the_policy_sa
                                           r"below = \"hold\"\): 0 reviewed items, fewer than min_reviewed 30"):
         release_judge(con, "casefacts")
     con.close()
+
+
+def test_the_aquaechr_filter_renders_the_judge_card_beside_its_unchanged_f1(tmp_path, monkeypatch):
+    """The evaluation behind `caseforge eval aquaechr-filter` (which prints its `lines`), on expert scores: the F1
+    lines as before, then the card in the shape a review gives (one expert per item: the judge's figures, no
+    agreement between annotators), and the card with its picture in the reports folder."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_aquaechr_eval_filter import GOLD, ScriptedJudgeDouble
+
+    from caseforge.llm.backends.replay import export_replay
+    from caseforge.settings import load_settings
+    from caseforge.tasks.aquaechr.eval.judge_agreement import evaluate, read_gold
+    from caseforge.tasks.aquaechr.eval.run import evaluate_judge
+    from caseforge.warehouse.connection import connect
+
+    recording = connect(tmp_path / "record.duckdb")
+    evaluate(recording, ScriptedJudgeDouble(), read_gold(GOLD))
+    export_replay(recording, tmp_path / "judge.jsonl")
+    recording.close()
+    (tmp_path / "caseforge.toml").write_text("[review]\nbootstrap_resamples = 200\n")
+    monkeypatch.setenv("CASEFORGE_CONFIG", str(tmp_path / "caseforge.toml"))
+    report = evaluate_judge(load_settings(tmp_path / "w.duckdb"), str(GOLD), "replay", "double-judge",
+                            str(tmp_path / "judge.jsonl"))
+    assert report.ok, report.failures
+    out = "\n".join(report.results["lines"])
+    assert "comprehensiveness    85.7    3    0    1    2        80.0" in out       # the F1 line, unchanged
+    assert "judge aquaechr-judge: double-judge as configured" in out
+    assert "reviewed by the published expert scores: 6 items, 1 annotator(s) per item, of 6 put before them" in out
+    assert "comprehensiveness judge vs consensus kappa " in out and "answer_fluency judge vs consensus spearman " in out
+    assert "annotators alpha" not in out and "release policy" not in out
+    card = (tmp_path / "w-reports" / "aquaechr-filter" / "judge_card.md").read_text()
+    assert card.startswith("# Judge card") and "| field | between | figure | value | 95% interval | items |" in card
+    assert (tmp_path / "w-reports" / "aquaechr-filter" / "judge" / "confusion.png").read_bytes()[:4] == b"\x89PNG"
