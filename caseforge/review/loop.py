@@ -130,7 +130,8 @@ def judge_annotations(view: View, benchmark: str, tasks: list[dict], items: dict
                 skipped += 1
                 continue
             if item_id is None:
-                reason = "the task is not one caseforge pushed"
+                reason = ("the task is not among the pushed items (another project's, or a push stopped midway: "
+                          "`caseforge review push` records it)")
             elif completed_by is None or completed_by != updated_by:
                 reason = (f"completed_by {completed_by} is not updated_by {updated_by}: one user's token credited "
                           "another user")

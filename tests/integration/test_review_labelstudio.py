@@ -95,6 +95,19 @@ def test_push_annotate_pull_report_release(pushed_casefacts, label_studio, revie
     task = admin.get(f"/api/tasks/{items[sorted(items)[0]]}").json()
     assert set(task["data"]) == {"ref", "claim", "cases"}        # no item id, no label: blind to the judge
 
+    # --- the documented server: signup closed (a sign-up without an invitation link is refused, makes no user) ---
+    import re
+
+    import httpx
+
+    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+        form = browser.get(f"{label_studio.url}/user/signup/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        signup = browser.post(str(form.url), headers={"Referer": str(form.url)}, data={
+            "csrfmiddlewaretoken": token, "email": "intruder@example.org", "password": "intruder-password-1"})
+    assert signup.status_code == 403
+    assert "intruder@example.org" not in {u["email"] for u in admin.get("/api/users").json()}
+
     # --- two annotators, each with their own token, from the fixture ---
     clients = {email: label_studio.as_user(email) for email in (ANNOTATOR_A, ANNOTATOR_B, ANNOTATOR_C)}
     ids = {email: clients[email].get("/api/current-user/whoami").json()["id"] for email in clients}

@@ -94,7 +94,8 @@ def test_a_pull_refuses_forgeries_answers_outside_the_view_repeats_and_annotatio
         21: "answer outside the labelling view: verdict ['MAYBE'] is not one of SUPPORTED, REFUTED, OVERRULED, "
             "UNUSABLE",
         31: "annotator 1 already answered this item",
-        50: "the task is not one caseforge pushed"}
+        50: "the task is not among the pushed items (another project's, or a push stopped midway: `caseforge review "
+            "push` records it)"}
     assert skipped == 1
 
 
