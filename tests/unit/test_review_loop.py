@@ -113,6 +113,11 @@ def test_the_review_table_refuses_an_unknown_key_and_an_overlap_below_two(tmp_pa
     config.write_text('[review.policy]\nbelow = "hide"\n')
     with pytest.raises(SettingsError, match=r"\[review.policy\] below"):
         load_settings()
+    from caseforge.flows.settings_check import settings_problems
+
+    config.write_text('[review]\nnightly = ["casefact"]\n')
+    assert settings_problems(nightly=False) == [
+        "settings file: [review] nightly names 'casefact', which has no review; did you mean casefacts?"]
 
 
 def test_the_review_token_is_never_shown_by_the_settings(monkeypatch):
