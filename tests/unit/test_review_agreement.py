@@ -84,11 +84,12 @@ def card(answers, verdicts):
 def test_the_policy_marks_or_holds_a_card_below_it_in_one_line():
     answers = {f"i{k}": {"verdict": row} for k, row in enumerate(TABLE * 4)}
     verdicts = {f"i{k}": {"verdict": "REFUTED" if k % 10 == 0 else row[0]} for k, row in enumerate(TABLE * 4)}
-    good = apply_policy(card(answers, verdicts), ReviewPolicy(min_reviewed=30, min_agreement=0.5))
+    built = card(answers, verdicts)
+    good = apply_policy(built, ReviewPolicy(min_reviewed=30, min_agreement=0.5))
     assert good.reviewed == 40 and good.verdict is None
-    few = apply_policy(card(answers, verdicts), ReviewPolicy(min_reviewed=50))
+    few = apply_policy(built, ReviewPolicy(min_reviewed=50))
     assert few.verdict == "40 reviewed items, fewer than min_reviewed 50"
-    strict = apply_policy(card(answers, verdicts), ReviewPolicy(min_reviewed=30, min_agreement=0.99, agreement="ac1"))
+    strict = apply_policy(built, ReviewPolicy(min_reviewed=30, min_agreement=0.99, agreement="ac1"))
     assert strict.verdict.startswith("the judge's ac1 on verdict is ") and "below min_agreement 0.99" in strict.verdict
     text = strict.markdown()
     assert "**Unreviewed**: the judge's ac1 on verdict" in text and "judge-model as configured" in text
