@@ -9,16 +9,36 @@ SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 # whatever CMAKE_ARGS says: `pip cache remove llama_cpp_python` before `make setup` to rebuild one.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: setup setup-workers run test test-smollm test-bench bench clean
+REVIEW_VENV := .venv-review
+REVIEW_PORT ?= 8080
 
-$(VENV)/.installed: requirements.lock pyproject.toml setup.py
+.PHONY: setup setup-workers setup-review review-server run test test-smollm test-bench bench clean
+
+# requirements-nodeps.lock: irrCAC, whose pins conflict with the lock's scipy and numpy, installed without them
+# (it needs only numpy, pandas and scipy; docs/review.md says why).
+$(VENV)/.installed: requirements.lock requirements-nodeps.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -r requirements-nodeps.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 setup: $(VENV)/.installed
+
+# Label Studio in an environment of its own (`caseforge review`, docs/review.md; about 1 GB, no torch).
+$(REVIEW_VENV)/.installed: requirements-review.lock
+	$(PYTHON) -m venv $(REVIEW_VENV)
+	$(REVIEW_VENV)/bin/pip install --quiet --upgrade pip
+	$(REVIEW_VENV)/bin/pip install --quiet -r requirements-review.lock
+	touch $@
+
+setup-review: $(REVIEW_VENV)/.installed
+
+# The Label Studio server of `caseforge review` on loopback (signup closed, no version check; docs/review.md):
+# its first user from CASEFORGE_REVIEW_USER, CASEFORGE_REVIEW_PASSWORD and CASEFORGE_REVIEW_TOKEN.
+review-server: setup setup-review
+	$(BIN)/python -m caseforge.review.server --data-dir data/label-studio --port $(REVIEW_PORT)
 
 # The extra `workers`: Prefect's docker and kubernetes workers for a caseforge-gpu pool of those types,
 # pinned in requirements-workers.lock on top of requirements.lock (a process pool needs nothing more).
@@ -41,7 +61,7 @@ run: setup
 	"is above; 130, 143: stopped by Ctrl-C, SIGTERM)" >&2; fi; \
 	exit $$code
 
-test: setup
+test: setup setup-review
 	$(BIN)/python -m pytest -q
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
@@ -58,4 +78,4 @@ bench: setup
 	$(BIN)/python bench/oyez_parse.py
 
 clean:
-	rm -rf $(VENV) data
+	rm -rf $(VENV) $(REVIEW_VENV) data

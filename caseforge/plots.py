@@ -123,3 +123,32 @@ def grouped_bars(series: dict[str, dict[str, int]], categories: Sequence[str], t
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return _png(plt, fig)
+
+
+def confusion_matrices(panels: Sequence[tuple[str, Sequence[str], Sequence[Sequence[int]]]], title: str,
+                       ylabel: str = "judge", xlabel: str = "people") -> bytes:
+    """One confusion matrix per (panel title, categories, counts) side by side: rows `ylabel`, columns `xlabel`,
+    each cell's count written in it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(panels) or [("", [], [])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels) + 0.6, 4.0), dpi=100, squeeze=False)
+    for ax, (name, categories, counts) in zip(axes[0], panels):
+        size = len(categories)
+        grid = [[int(v) for v in row] for row in counts] if counts else [[0] * size for _ in range(size)]
+        ax.imshow(grid or [[0]], cmap="Blues", vmin=0)
+        ax.set_xticks(range(size), [str(c) for c in categories], rotation=45 if size > 4 else 0, ha="right" if size > 4 else "center", fontsize=8)
+        ax.set_yticks(range(size), [str(c) for c in categories], fontsize=8)
+        top = max((v for row in grid for v in row), default=0)
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                ax.text(j, i, str(value), ha="center", va="center", fontsize=8,
+                        color="white" if top and value > top / 2 else "black")
+        ax.set_title(f"{name} (n={sum(map(sum, grid))})", fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=10)
+    return _png(plt, fig)

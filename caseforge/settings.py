@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from caseforge.settings_tables import RENAMED, SettingsFile, key_elsewhere, known_keys
@@ -120,6 +120,8 @@ class Settings(BaseSettings):
     wenshu_cookies: str = env("", "CASEFORGE_WENSHU_COOKIES")
     wenshu_token: str = env("", "CASEFORGE_WENSHU_TOKEN")
     wenshu_doc_url: str = env("", "CASEFORGE_WENSHU_DOC_URL")
+    # the Label Studio API token of `caseforge review` (else [review] token of the settings file); never logged
+    review_token: SecretStr = env(SecretStr(""), "CASEFORGE_REVIEW_TOKEN")
 
     # --- Prefect ---
     # Checked by caseforge.flows.local_server, which says what it expects: local | ephemeral; seconds above 0.

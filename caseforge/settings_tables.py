@@ -1,5 +1,5 @@
 """The settings file's tables as typed models, one per table ([llm] with its roles, steps, backends and models,
-[fanout], [upstream], [nightly], [release], [mirror]); caseforge.settings lays the file's layers over each other and
+[fanout], [upstream], [nightly], [release], [mirror], [review]); caseforge.settings lays the file's layers over each other and
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typing
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 # A key no table declares is an error naming it, its file and the closest known key (caseforge.settings): a
 # misspelt setting must not be ignored.
@@ -111,6 +111,31 @@ class ReleaseTable(Table):
         return str(value) if isinstance(value, (date, datetime)) else value
 
 
+class ReviewPolicy(Table):
+    """[review.policy]: what a release of a reviewed benchmark needs (caseforge/review/policy.py). Below it the
+    release is held back (`below = "hold"`) or written and marked unreviewed (`below = "mark"`)."""
+
+    min_reviewed: int = Field(30, ge=0)            # items with annotations from every annotator asked for
+    min_agreement: float = Field(0.6, ge=-1, le=1)  # the lower end of the judge agreement's 95% interval
+    agreement: Literal["kappa", "ac1", "accuracy"] = "kappa"   # the judge's figure min_agreement reads (docs/review.md)
+    below: Literal["mark", "hold"] = "mark"
+
+
+class ReviewTable(Table):
+    """[review]: people measure the judge on Label Studio (docs/review.md). Empty url: no review."""
+
+    url: str = ""                                  # the Label Studio server, e.g. http://127.0.0.1:8080
+    token: SecretStr = SecretStr("")               # its API token (CASEFORGE_REVIEW_TOKEN wins); never logged
+    sample_size: int = Field(40, ge=1)             # items pushed per benchmark
+    seed: int = 13                                 # the stratified sample's seed
+    annotators_per_item: int = Field(2, ge=2)      # the overlap: a further annotation is refused
+    nightly: list[str] = []                        # benchmarks the nightly's review stage pulls and pushes
+    timeout_s: float = Field(30.0, gt=0)           # one request to Label Studio
+    page_size: int = Field(100, ge=1)              # tasks per page of a pull
+    bootstrap_resamples: int = Field(1000, ge=100)  # for the 95% intervals (seeded by `seed`)
+    policy: ReviewPolicy = ReviewPolicy()
+
+
 class SettingsFile(Table):
     """The settings file, its layers merged."""
 
@@ -120,6 +145,7 @@ class SettingsFile(Table):
     nightly: NightlyTable = NightlyTable()
     release: ReleaseTable = ReleaseTable()
     mirror: MirrorTable = MirrorTable()
+    review: ReviewTable = ReviewTable()
 
 
 # --- what the tables declare, for the errors that name an unknown key (caseforge.settings.unknown_key) ---

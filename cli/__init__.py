@@ -10,13 +10,13 @@ import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
 from caseforge import stopping
-from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, run, server, sql, status
+from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, review, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
 from caseforge.run_record import stop_open_runs
 
 __all__ = ["build_parser", "main"]
 
-VERBS = (ingest, build, evaluate, audit, export, run, sql, status, llm, server)
+VERBS = (ingest, build, evaluate, audit, export, review, run, sql, status, llm, server)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,7 +3,7 @@ into DIR, or to a store URL (caseforge.release.stored); one subcommand per relea
 from __future__ import annotations
 
 import argparse
-from caseforge.cli.common import CommandError, add_db_option
+from caseforge.cli.common import CommandError, CommandFailed, add_db_option
 from caseforge.flows import registry
 
 
@@ -36,9 +36,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = check_output_path(local_folder(args.out), settings, f"the {args.dataset} release", replaced=True)
         prepare_release_folder(out, args.dataset)
+    from caseforge.release import ReleaseHeld
+
     with open_warehouse(settings.db_path, read_only=True) as con:
         try:
             release = registry.RELEASES[args.dataset].write(con, out)
+        except ReleaseHeld as exc:          # the release policy's verdict ([review.policy]): exit 1, one line
+            raise CommandFailed([str(exc)]) from None
         except OSError as exc:
             raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
                                  f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc

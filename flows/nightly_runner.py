@@ -24,7 +24,7 @@ from typing import Callable
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
 from caseforge.outputs import check_output_path
-from caseforge.release import NothingToRelease
+from caseforge.release import NothingToRelease, ReleaseHeld
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
 from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StageOutcome:
-    stage: str                  # source | builder | evaluation | export | publish (the mirror, after the run)
+    stage: str                  # source | builder | evaluation | review | export | publish (the mirror, after the run)
     name: str
     status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
     counts: dict[str, int] = field(default_factory=dict)
@@ -193,6 +193,8 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
         result = run()
     except NothingToRelease as exc:          # a weak model kept nothing: said, not a crash
         return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"nothing to release: {exc}")
+    except ReleaseHeld as exc:               # [review.policy] below = "hold": said, not a crash
+        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], str(exc))
     except Exception as exc:
         if (request := stop_of(exc)) is not None:
             raise RunStopped(request) from exc
@@ -207,6 +209,14 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     if not outcome.failed:
         record_fingerprint(con, stage, name, fingerprint, {"tables": per_table, "depends": depends or {}}, run_id)
     return outcome
+
+
+def _review(settings: Settings, con, name: str) -> StageOutcome:
+    """The review stage of one benchmark (caseforge.flows.nightly_review)."""
+    from caseforge.flows.nightly_review import review_stage
+
+    started = time.monotonic()
+    return _outcome("review", name, review_stage(settings, con, name), started)
 
 
 def _stage_row(outcome: StageOutcome) -> list:
@@ -246,6 +256,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     `sources`, `builders`, `evaluations`, `releases` and `plots` default to the registry's (tests pass
     doubles)."""
     from caseforge.flows.nightly_report import PLOTS, write_run_dir
+    from caseforge.flows.nightly_review import review_depends
 
     options = options or NightlyOptions()
     sources = registry.SOURCES if sources is None else sources
@@ -271,8 +282,10 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
 
     with open_warehouse(settings.db_path) as con:
         run_id = start_run(con, "nightly", "all")
+    reviews = list(load_settings().file.review.nightly)       # [review] nightly: flows/nightly_review.py
     plan = [("source", name) for name in names] + [(stage, name) for stage, group in (
-        ("builder", builders), ("evaluation", evaluations), ("export", releases)) for name in sorted(group)]
+        ("builder", builders), ("evaluation", evaluations), ("review", reviews), ("export", releases))
+        for name in sorted(group)]
     outcomes: list[StageOutcome] = []
     running: list[tuple[str, str]] = []
     con = None
@@ -301,6 +314,9 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                 outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
                     con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
                     options.force, depends_on(entry, opts))))
+        for name in sorted(reviews):
+            running = [("review", name)]
+            outcomes.append(run_stage("review", name, lambda name=name: _review(settings, con, name)))
         failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
         for name, release in sorted(releases.items()):
             folder = child_url(release_dir, name)
@@ -312,7 +328,8 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
             force = options.force or _no_release_yet(folder)
             running = [("export", name)]
             outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
-                con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force)))
+                con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force,
+                review_depends(con, name))))
         running = []
         result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
         result.links = _links(settings, result, release_dir, releases)

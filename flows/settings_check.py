@@ -31,6 +31,21 @@ def settings_problems(path: str | Path | None = None, nightly: bool = True) -> l
                 parameters = inspect.signature(entries[name].flow().fn).parameters
                 problems += [unknown_key(("nightly", section, name), key, parameters, path)
                              for key in options if key not in parameters]
+    return problems + _review_problems(tables)
+
+
+def _review_problems(tables: dict) -> list[str]:
+    """[review] nightly names benchmarks that have a labelling view (caseforge.review.views)."""
+    import difflib
+
+    from caseforge.review.views import VIEWS
+
+    problems = []
+    for name in (tables.get("review") or {}).get("nightly") or []:
+        if name not in VIEWS:
+            close = difflib.get_close_matches(str(name), sorted(VIEWS), n=1)
+            hint = f"; did you mean {close[0]}?" if close else f" (known: {', '.join(sorted(VIEWS))})"
+            problems.append(f"settings file: [review] nightly names {name!r}, which has no review{hint}")
     return problems
 
 

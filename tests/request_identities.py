@@ -54,6 +54,12 @@ def record_casefacts(samples: Path, work: Path, out: Path, probe: bool) -> None:
     casefacts_double.record_replay(samples, work / "casefacts.duckdb", out)
 
 
+def record_casefacts_review(samples: Path, work: Path, out: Path, probe: bool) -> None:
+    import review_support
+
+    review_support.record_review_replay(samples, work, out)
+
+
 def record_casegen(samples: Path, work: Path, out: Path, probe: bool) -> None:
     import scripted_double
 
@@ -104,6 +110,7 @@ RECORDINGS = {
     "aquaechr.jsonl": record_aquaechr,
     "case_barexam.jsonl": record_case_barexam,
     "casefacts.jsonl": record_casefacts,
+    "casefacts_review.jsonl": record_casefacts_review,
     "casegen.jsonl": record_casegen,
 }
 

@@ -13,6 +13,7 @@ on re-runs.
     data/<table>.parquet      rows sorted canonically, fixed writer settings
     data/<table>.jsonl        the same rows, one JSON object a line
     data/fresh.parquet|.jsonl the rows of every table whose source document is dated after the fresh cutoff
+    judge/confusion.png       the judge card's confusion matrices (a benchmark an LLM judge filtered, once reviewed)
     provenance/source_payloads.tsv   source, key, sha256 of every upstream payload behind the rows
     MANIFEST.sha256           sha256 of every other file, sorted by path
 
@@ -28,7 +29,7 @@ The modules (each imports only those listed before it):
     content.py     ReleaseContent: what the card, croissant.json and release.json are written from
     card.py        render_card (README.md with its front matter), md_table, card_rows, release_rows, size_category
     croissant.py   croissant() (croissant.json), croissant_type, CROISSANT_CONTEXT, validate_croissant
-    writer.py      write_release, NothingToRelease, Release, canonical_order, read_manifest, verify_release
+    writer.py      write_release, NothingToRelease, ReleaseHeld, Release, canonical_order, read_manifest, verify_release
 
 This package re-exports the names used outside it.
 """
@@ -36,7 +37,7 @@ from caseforge.release.card import card_rows, md_table, release_rows
 from caseforge.release.croissant import validate_croissant
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA
 from caseforge.release.licences import LICENCE_IDS, LICENCES
-from caseforge.release.writer import NothingToRelease, Release, read_manifest, verify_release, write_release
+from caseforge.release.writer import NothingToRelease, Release, ReleaseHeld, read_manifest, verify_release, write_release
 
 __all__ = [
     "CROISSANT", "FRESH", "LICENCES", "LICENCE_IDS", "MANIFEST", "METADATA", "NothingToRelease", "Release",

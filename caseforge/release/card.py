@@ -84,6 +84,8 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
         if card.get("distribution_notes", {}).get(name):
             parts += [card["distribution_notes"][name].strip(), ""]
         parts += [md_table(["value", "count", "share"], rows), ""]
+    if release.judge is not None:
+        parts += [release.judge.markdown("##"), ""]
     parts += ["### Provenance", ""]
     if release.payload_digest:
         parts += [f"{release.payload_count} upstream payloads are listed with their sha256 in "

@@ -23,6 +23,7 @@ class ReleaseContent:
     fresh: FreshCutoff
     payload_digest: str | None = None
     payload_count: int = 0
+    judge: object | None = None            # caseforge.review.card.JudgeCard of a benchmark an LLM judge filtered
 
     def split_names(self) -> list[str]:
         return sorted(n for n in self.tables if n != FRESH) + [FRESH]

@@ -131,6 +131,8 @@ def croissant(dataset: str, release: ReleaseContent) -> dict:
     }
     if release.data_date:
         doc["datePublished"] = release.data_date
+    if release.judge is not None:
+        doc.update(release.judge.rai())
     return doc
 
 

@@ -4,3 +4,4 @@ CROISSANT = "croissant.json"
 METADATA = "release.json"
 PAYLOADS = "provenance/source_payloads.tsv"
 FRESH = "fresh"
+JUDGE_PICTURE = "judge/confusion.png"     # the judge card's confusion matrices (caseforge.review.card)

@@ -245,3 +245,65 @@ def nightly_artifacts(prefect_server, nightly_flow_run) -> dict[str, dict]:
     found = prefect_server.api("POST", "/artifacts/filter", content=json.dumps(body),
                                headers={"content-type": "application/json"}).json()
     return {a["key"]: a for a in found if a.get("key")}
+
+
+# --- Label Studio for the review tests (tests/labelstudio_server.py) ---
+
+ANNOTATORS = ("annotator-a@example.org", "annotator-b@example.org", "annotator-c@example.org")
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory):
+    """A real Label Studio server with an admin (caseforge's token) and three annotators, each with a token."""
+    from labelstudio_server import LabelStudioServer, review_venv_missing
+
+    missing = review_venv_missing()
+    if missing:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(missing, pytrace=False)
+        pytest.skip(missing)
+    server = LabelStudioServer(tmp_path_factory.mktemp("label-studio"))
+    server.start()
+    try:
+        for number, email in enumerate(ANNOTATORS, start=1):
+            server.add_user(email, f"annotator-password-{number}", f"annotator-token-000{number}")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def review_env(label_studio, tmp_path_factory):
+    """The environment of `caseforge review` against that server: a settings file naming it (ten tasks a page, so
+    a pull reads several pages; 200 bootstrap resamples) and the admin's token in CASEFORGE_REVIEW_TOKEN."""
+    folder = tmp_path_factory.mktemp("review-settings")
+    config = folder / "caseforge.toml"
+    config.write_text(f'[review]\nurl = "{label_studio.url}"\npage_size = 10\nbootstrap_resamples = 200\n'
+                      '[review.policy]\nmin_reviewed = 30\nmin_agreement = 0.3\nagreement = "kappa"\nbelow = "mark"\n')
+    return {"CASEFORGE_CONFIG": str(config), "CASEFORGE_REVIEW_TOKEN": label_studio.admin_token}
+
+
+@pytest.fixture(scope="session")
+def pushed_casefacts(label_studio, review_env, samples_dir, tmp_path_factory):
+    """A warehouse with the CaseFacts review build (51 claims from replayed answers on 20 sample cases) whose
+    sample of 40 was pushed once by `caseforge review push casefacts`: (warehouse, the push's output)."""
+    import contextlib
+    import io
+
+    from review_support import build_claims, load_review_cases
+
+    from caseforge.cli import main
+    from caseforge.warehouse.connection import connect
+
+    folder = tmp_path_factory.mktemp("review-build")
+    db = folder / "warehouse.duckdb"
+    con = connect(db)
+    load_review_cases(con, samples_dir, folder)
+    build_claims(con)
+    con.close()
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        for name, value in review_env.items():
+            patch.setenv(name, value)
+        assert main(["review", "push", "casefacts", "--db", str(db)]) == 0
+    return db, out.getvalue()

@@ -161,3 +161,16 @@ def evaluate(con, backend, gold: list[GoldPair], threshold: int = DEFAULT_LOW_QU
     result.predicted = predicted
     result.failures = [f"judge failed on pair {k}: {f.reason}" for k, f in job.failures.items()]
     return result
+
+
+def judge_card(con, gold: list[GoldPair], predicted: dict[str, dict[str, int]], review):
+    """The judge card of the quality judge against the expert scores, in the shape a review on Label Studio gives
+    (caseforge.review.card): one expert per pair, the judge's 1–5 scores against the expert's on each dimension,
+    with 95% intervals and the confusion matrices. `review`: the settings' [review] table (seed, resamples)."""
+    from caseforge.review.card import judge_models, table_card
+
+    answers = {p.key: {d: [str(p.scores[d])] for d in DIMENSIONS} for p in gold if p.key in predicted}
+    verdicts = {k: {d: str(v[d]) for d in DIMENSIONS} for k, v in predicted.items()}
+    return table_card("aquaechr", "aquaechr-judge", judge_models(con, "aquaechr"), "the published expert scores",
+                      1, answers, verdicts, len(gold), review.seed, review.bootstrap_resamples,
+                      sample="every pair of the gold file")

@@ -140,6 +140,18 @@ def judge_agreement_step(session: RunSession, judge_backend, gold, low_quality_a
     return judge_agreement.evaluate(session.con, judge_backend, gold, low_quality_at, convention)
 
 
+def _write_judge_card(settings: Settings, card, report: StageReport) -> None:
+    """The judge card as Markdown with its confusion matrices beside it: <reports>/aquaechr-filter/."""
+    from caseforge.outputs import check_output_path
+
+    folder = check_output_path(settings.reports_dir / "aquaechr-filter", settings, "the judge card")
+    (folder / "judge").mkdir(parents=True, exist_ok=True)
+    (folder / "judge_card.md").write_text(card.markdown("#") + "\n", encoding="utf-8")
+    if card.picture:
+        (folder / "judge" / "confusion.png").write_bytes(card.picture)
+    report.results["judge_card_path"] = str(folder / "judge_card.md")
+
+
 @dataclass(frozen=True)
 class JudgeSteps:
     judge: Callable = judge_agreement_step
@@ -178,7 +190,10 @@ def evaluate_judge(settings: Settings, gold_file: str, llm: str | None = None, m
                  for pair in gold]
         evalstore.save_run(session.con, run_id, JUDGE_TASK, judge_backend.model, path.name, sha, params, items,
                            metrics, started, backend=judge_backend.name, model=judge_backend.model, notes=notes)
-        session.report.results.update({"eval_run_id": run_id, "lines": result.lines()})
+        card = judge_agreement.judge_card(session.con, gold, result.predicted, settings.file.review)
+        session.report.results.update({"eval_run_id": run_id, "lines": result.lines() + [""] + card.lines(),
+                                       "judge_card": card.as_dict()})
+        _write_judge_card(settings, card, session.report)
         session.report.add("judged", result.judged)
         for failure in result.failures:
             session.report.fail(failure)

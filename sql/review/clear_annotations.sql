@@ -1,0 +1,1 @@
+DELETE FROM review.annotations WHERE benchmark = $benchmark;

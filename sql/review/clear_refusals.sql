@@ -1,0 +1,1 @@
+DELETE FROM review.refusals WHERE benchmark = $benchmark;

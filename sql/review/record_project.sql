@@ -1,0 +1,2 @@
+INSERT OR REPLACE INTO review.projects (benchmark, server, project_id, view_sha, overlap)
+VALUES ($benchmark, $server, $project_id, $view_sha, $overlap);
