@@ -18,12 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from caseforge.settings_errors import SettingsError, problem
+from caseforge.settings_errors import Belongs, SettingsError, problem, unknown_backend
 from caseforge.settings_file import OVERRIDES, forget_files, layer_holding, merge, merged_file
-from caseforge.settings_tables import SettingsFile
+from caseforge.settings_tables import BACKENDS, SettingsFile, ours
 
 __all__ = ["EXPECTATIONS_DIR", "PROJECT_ROOT", "PROMPTS_DIR", "SQL_DIR", "Settings", "SettingsError", "load_settings",
            "overriding", "read_settings", "reload_settings", "upstream", "using", "variables_of"]
@@ -152,6 +152,14 @@ class Settings(BaseSettings):
                                    file_secret_settings):
         return init_settings, _Environment(settings_cls), _File(settings_cls)
 
+    @field_validator("llm_variables")
+    @classmethod
+    def _known_backends(cls, variables: dict[str, str]) -> dict[str, str]:
+        for key, value in variables.items():
+            if key.endswith("BACKEND") and value not in BACKENDS:
+                raise ours(unknown_backend(f"CASEFORGE_LLM_{key}", value))
+        return variables
+
     # --- what the settings say, worked out ---
 
     def llm_variable(self, scope: str | None, what: str) -> str | None:
@@ -260,11 +268,11 @@ class _File(PydanticBaseSettingsSource):
 
 # --- loaded once, then handed down ---
 
-def read_settings(config_file: str | Path | None = None) -> Settings:
+def read_settings(config_file: str | Path | None = None, belongs: Belongs | None = None) -> Settings:
     """The settings as the environment and the settings file say now (`config_file`: that file as the user's).
-    SettingsError names every problem, one line each."""
+    SettingsError names every problem, one line each; `belongs` adds where a misplaced key belongs."""
     values = {"config_file": config_file} if config_file else {}
-    return _validated(lambda: Settings(**values), named=config_file)
+    return _validated(lambda: Settings(**values), belongs=belongs, named=config_file)
 
 
 def load_settings(db: str | Path | None = None) -> Settings:
@@ -308,13 +316,13 @@ def reload_settings() -> None:
     forget_files()
 
 
-def _validated(make, the_file: bool = False, named: str | Path | None = None):
+def _validated(make, the_file: bool = False, belongs: Belongs | None = None, named: str | Path | None = None):
     """make(), its validation errors as one SettingsError; `the_file`: make validates the settings file alone."""
     try:
         return make()
     except ValidationError as exc:
         errors = [{**e, "loc": ("file", *e["loc"])} if the_file else e for e in exc.errors()]
-        raise SettingsError([problem(e, lambda keys: layer_holding(keys, _named(named)), variables_of)
+        raise SettingsError([problem(e, lambda keys: layer_holding(keys, _named(named)), variables_of, belongs)
                              for e in errors]) from None
 
 

@@ -41,7 +41,7 @@ class LlmChoice(Table):
     """[llm.roles.<role>], [llm.steps."<step>"] (a key may hold * wildcards), [llm.backends.<backend>]: a backend,
     a model and options of their own (caseforge.llm.config lays them over each other)."""
 
-    backend: str | None = None
+    backend: BackendName | None = None
     model: str | None = None
     options: dict[str, Any] = {}
 

@@ -135,7 +135,7 @@ def _command_settings(args: argparse.Namespace) -> settings.Settings:
     from caseforge.flows.settings_check import command_settings
 
     try:
-        found = command_settings(nightly=args.command == "run")
+        found = command_settings()
     except settings.SettingsError as exc:
         raise common.CommandError(exc.problems) from None
     if getattr(args, "retry_failed", False):
