@@ -126,3 +126,28 @@ def test_every_variable_is_documented():
     missing = [v for v in variables if v != "CASEFORGE_LLM" and v not in text]
     missing += [v for v in ("CASEFORGE_LLM_<STEP>_BACKEND", "CASEFORGE_LLM_<ROLE>_BACKEND") if v not in text]
     assert missing == []
+
+
+def test_a_run_takes_its_limits_from_the_settings_it_was_handed_and_reads_none(tmp_path, monkeypatch):
+    """The size checks of a run (caseforge.archive) use the settings its session was handed, not settings read again
+    per payload: a limit only the handed settings have is the one applied, and nothing is read during the run."""
+    import json
+
+    from caseforge import settings as settings_module
+    from caseforge.tasks.cn import ingest
+    from caseforge.warehouse.connection import connect
+
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("\n".join(json.dumps({"doc_id": f"g{i}", "full_text": "判决" * 200})
+                                              for i in range(3)), encoding="utf-8")
+    handed = read_settings().model_copy(update={"db_path": tmp_path / "cf.duckdb", "max_mb_cn_record": 0.0001})
+    reads = []
+    real = settings_module.read_settings
+    monkeypatch.setattr(settings_module, "read_settings", lambda *a, **k: reads.append(a) or real(*a, **k))
+    report = ingest.refresh(handed, from_dir=str(folder))
+    assert reads == [] and report.counts.get("quarantined") == 3, (reads, report.counts)
+    con = connect(handed.db_path)
+    reasons = [r for (r,) in con.execute("SELECT reason FROM ops.quarantine").fetchall()]
+    con.close()
+    assert len(reasons) == 3 and all("over the cn record limit of 105 bytes" in r for r in reasons), reasons
