@@ -4,10 +4,10 @@ submits) and made by deployments/setup.sh.
 
 A flow run started from a deployment sends a `prefect.flow-run.heartbeat` event every
 PREFECT_FLOWS_HEARTBEAT_FREQUENCY seconds (at least 30; deployments/prefect.yaml sets 30 for the GPU pool).
-When a shard run's heartbeat is followed by neither another heartbeat nor a final state within the window
-(three heartbeats by default, CASEFORGE_ZOMBIE_WINDOW_S to change: Settings.zombie_window_s), the automation sets the run Crashed. The
-orchestrator sees the Crashed run and merges what the store holds or submits the shard again (Prefect does not
-retry Crashed runs). It watches the heartbeats itself too ([fanout] stale_after_s), so a server without the
+When a shard run's heartbeat is followed by neither another heartbeat nor a final state within the window (three
+heartbeats by default; CASEFORGE_ZOMBIE_WINDOW_S, Settings.zombie_window_s, to change), the automation sets the run
+Crashed. The orchestrator sees the Crashed run and merges what the store holds or submits the shard again (Prefect
+does not retry Crashed runs). It watches the heartbeats itself too ([fanout] stale_after_s), so a server without the
 automation still loses no shard; the automation is what shows the run as Crashed in the UI at once.
 Run again, it updates the automation.
 

@@ -1,9 +1,9 @@
-"""import-linter's contracts (pyproject.toml, [tool.importlinter]) checked as README "Layout" says: `.venv/bin/lint-imports`
-from the root of a clone (issue 40: it failed there with "Missing layer in container 'caseforge': module
-caseforge.flows does not exist", since only a test's copy of the tree laid cli/, flows/ and tasks/ inside
-caseforge/; they are now linked there, as they are installed). The root is a copy of the clone's files the command
-reads, its links kept as links; planted imports then show that the floors, the core's own floors and the ban on
-circles each break the contracts."""
+"""import-linter's contracts (pyproject.toml, [tool.importlinter]) checked as README "Layout" says:
+`.venv/bin/lint-imports` from the root of a clone (issue 40: it failed there with "Missing layer in container
+'caseforge': module caseforge.flows does not exist", since only a test's copy of the tree laid cli/, flows/ and
+tasks/ inside caseforge/; they are now linked there, as they are installed). The root is a copy of the clone's
+files the command reads, its links kept as links; planted imports then show that the floors, the core's own floors
+and the ban on circles each break the contracts."""
 from __future__ import annotations
 
 import re

@@ -20,7 +20,8 @@ def _here(monkeypatch, tmp_path):
 def refused(tmp_path, capsys, settings: str, command: list[str]) -> str:
     """The one line `command` stops with (exit 2) under the settings file `settings`; nothing was made."""
     (tmp_path / "caseforge.toml").write_text(settings)
-    code = main([word for part in command for word in ([part, str(tmp_path / "cf.duckdb")] if part == "--db" else [part])])
+    database = str(tmp_path / "cf.duckdb")
+    code = main([word for part in command for word in ([part, database] if part == "--db" else [part])])
     out, err = capsys.readouterr()
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, (command, code, out, err)
