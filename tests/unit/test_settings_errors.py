@@ -65,3 +65,15 @@ def test_a_key_of_another_table_says_which_one(tmp_path, capsys):
 def test_every_command_checks_the_nightlys_own_tables(tmp_path, capsys, command):
     line = refused(tmp_path, capsys, "[nightly.builders.casefacts]\nlimt = 3\n", command)
     assert line.endswith("unknown setting [nightly.builders.casefacts] limt; did you mean limit?"), line
+
+
+def test_a_flows_parameters_read_from_its_source_are_those_it_takes():
+    """What every command checks the nightly's options against (read without importing the flow) is the flow's
+    real signature, for every builder and evaluation."""
+    import inspect
+
+    from caseforge.flows import registry
+    from caseforge.flows.settings_check import flow_parameters
+
+    for entry in [*registry.BUILDERS.values(), *registry.EVALUATIONS.values()]:
+        assert flow_parameters(entry) == list(inspect.signature(entry.flow().fn).parameters), entry.name
