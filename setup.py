@@ -1,14 +1,9 @@
 """Top-level folders install as subpackages of caseforge, one floor each (arrows point down):
 cli/ → caseforge.cli (the command line), flows/ → caseforge.flows (Prefect flows, the registry, the
 nightly), tasks/ → caseforge.tasks (sources' and benchmarks' plain steps), and caseforge/ itself is the
-core they all use."""
+core they all use. caseforge/cli, caseforge/flows and caseforge/tasks are symbolic links to those folders, so
+the package is laid out on disk as it is installed: Python, setuptools and import-linter (`lint-imports`, run
+from the root) all find caseforge.cli, caseforge.flows and caseforge.tasks inside caseforge/."""
 from setuptools import find_packages, setup
 
-MAPPED = {"caseforge.cli": "cli", "caseforge.flows": "flows", "caseforge.tasks": "tasks"}
-
-packages = find_packages(include=["caseforge", "caseforge.*"])
-for name, folder in MAPPED.items():
-    packages.append(name)
-    packages += [f"{name}.{sub}" for sub in find_packages(folder)]
-
-setup(packages=packages, package_dir={"caseforge": "caseforge", **MAPPED})
+setup(packages=find_packages(include=["caseforge", "caseforge.*"]))

@@ -542,7 +542,7 @@ def default_models() -> dict[str, str]:
     requests the bench replays are the ones the nightly makes: a model's name is part of a request's identity."""
     import tomllib
 
-    from caseforge.settings import DEFAULTS_FILE
+    from caseforge.settings_file import DEFAULTS_FILE
 
     return tomllib.loads(DEFAULTS_FILE.read_text(encoding="utf-8"))["llm"]["models"]["llamacpp"]
 

@@ -135,7 +135,8 @@ class RawArchive:
 
 def limits_fingerprint() -> str:
     """The limits a parser refuses an input by (Settings.max_mb_*, max_elements_*, max_parse_s_*, max_zip_ratio),
-    as one string: a payload refused by one is tried again when they change (ParsedPayloads)."""
+    as one string: a payload refused by one is tried again when they change (ParsedPayloads). Like every limit
+    here, from the current settings: those the run session was handed (caseforge.session), never read again."""
     settings = load_settings()
     return " ".join(f"{name}={getattr(settings, name)}" for name in sorted(Settings.model_fields)
                     if name.startswith(("max_mb_", "max_elements_", "max_parse_s_", "max_zip_ratio")))
@@ -272,7 +273,8 @@ MB = 1024 * 1024
 
 
 def _limit(kind: str, source: str, what: str):
-    """A limit of the settings (Settings.max_<kind>_<source>_<what>, from CASEFORGE_MAX_<KIND>_<SOURCE>_<WHAT>)."""
+    """A limit of the current settings (Settings.max_<kind>_<source>_<what>, from CASEFORGE_MAX_<KIND>_<SOURCE>_<WHAT>):
+    a run's are those its session was handed."""
     name = f"max_{kind}_{source}_{what}"
     if name not in Settings.model_fields:
         raise KeyError(f"no {kind} limit for {source} {what} (Settings has no {name})")

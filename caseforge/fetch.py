@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from caseforge.archive import Payload, RawArchive, size_limit_bytes, size_limit_text, size_problem
-from caseforge.settings import Settings, load_settings
+from caseforge.settings import Settings
 from caseforge.warehouse.statements import run_sql
 
 log = logging.getLogger(__name__)
@@ -197,9 +197,9 @@ class Fetcher:
             follow_redirects=False,
             headers={"User-Agent": settings.user_agent, "Accept-Encoding": "gzip, deflate"},
         )
-        # source -> the origins its requests may go to: every [upstream] base URL in force now
+        # source -> the origins its requests may go to: every [upstream] base URL of the settings it was handed
         self.allowed: dict[str, set[Origin]] = {}
-        for source, base in load_settings().file.upstream.base_urls().items():
+        for source, base in settings.file.upstream.base_urls().items():
             self.allow(source, base)
 
     def allow(self, source: str, url: str) -> None:

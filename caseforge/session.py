@@ -13,7 +13,7 @@ from caseforge.archive import RawArchive
 from caseforge.errors import CommandFailed
 from caseforge.outputs import OutputRefused, check_output_path
 from caseforge.run_record import end_run, start_run
-from caseforge.settings import Settings, load_settings
+from caseforge.settings import Settings, using
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
 from caseforge.store import StoreError, open_store
@@ -52,7 +52,15 @@ class RunSession:
 def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]:
     """Open the warehouse, record the run, and on the way out write how it truly ended (succeeded, quarantined or
     failed when the work finished; interrupted or cancelled when it was stopped; failed with the reason when an
-    exception ended it) and mirror curated to Parquet."""
+    exception ended it) and mirror curated to Parquet. `settings` are the current ones for everything the session
+    runs (its size checks, parse budgets, LLM jobs): handed down, not read again."""
+    with using(settings):
+        with _session(settings, kind, target) as session:
+            yield session
+
+
+@contextmanager
+def _session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]:
     con = connect(settings.db_path)
     try:
         run_id = start_run(con, kind, target)
@@ -93,7 +101,7 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
     (caseforge.warehouse.published), as a run of its own in ops.runs (kind `publish`, the store as its target),
     so a failed publish shows failed in `status` with its one-line reason. It reads only the mirror's files:
     the warehouse's data is never touched. None when nothing is configured."""
-    mirror = load_settings().file.mirror        # the settings in force (a deployment's override included)
+    mirror = settings.file.mirror
     if not mirror.publish:
         return None
     run_id = start_run(con, "publish", mirror.publish)

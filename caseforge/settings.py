@@ -1,61 +1,59 @@
-"""What caseforge runs with, in one typed object (Settings), loaded once: the CASEFORGE_* environment variables
-and the settings file's tables, plus where the project's own folders and a warehouse's companions are.
+"""What caseforge runs with, in one typed object (Settings): every CASEFORGE_* environment variable, each a field read
+by pydantic-settings' own environment handling (the field's `validation_alias` names its variables; an empty one
+counts as unset), and the settings file's tables (`Settings.file`: caseforge.settings_file lays its three layers
+over each other, caseforge.settings_tables types them); plus where the project's folders and a warehouse's
+companions are.
 
-The settings file comes in three layers, later ones laid over earlier ones key by key:
-  1. caseforge/defaults.toml, shipped with caseforge (offline defaults);
-  2. the user's file: $CASEFORGE_CONFIG (or the older $CASEFORGE_LLM_CONFIG), else ./caseforge.toml;
-  3. overrides for the current run (a deployment's `settings` parameter), see `overriding`.
-`load_settings()` builds the object once and hands the same one out until the environment, the user's file or
-the overrides in force change (tests change them freely; `reload_settings()` forgets it outright).
+Loaded once per command and handed down: the command line reads them (`read_settings`) and makes them current for
+everything the command runs (`using`), flags included (`--refresh`); a run session makes the settings it was handed
+current for its stages (caseforge.session), and a flow run a worker starts reads them once. `load_settings()` hands
+out the current settings, and reads them afresh only where nothing made any current (a library call, a test).
+A run's overrides (a deployment's `settings` parameter) are laid over the current settings' file by `overriding`.
 """
 from __future__ import annotations
 
 import contextvars
-import copy
-import difflib
 import os
-import tomllib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from caseforge.settings_tables import RENAMED, SettingsFile, key_elsewhere, known_keys
+from caseforge.settings_errors import Belongs, SettingsError, problem, unknown_backend
+from caseforge.settings_file import OVERRIDES, forget_files, layer_holding, merge, merged_file
+from caseforge.settings_tables import BACKENDS, SettingsFile, ours
+
+__all__ = ["EXPECTATIONS_DIR", "PROJECT_ROOT", "PROMPTS_DIR", "SQL_DIR", "Settings", "SettingsError", "load_settings",
+           "overriding", "read_settings", "reload_settings", "upstream", "using", "variables_of"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SQL_DIR = PROJECT_ROOT / "sql"
 EXPECTATIONS_DIR = PROJECT_ROOT / "expectations"
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
-DEFAULTS_FILE = Path(__file__).resolve().parent / "defaults.toml"
 
 DEFAULT_USER_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/124.0 Safari/537.36 caseforge/0.1 (+legal benchmark research)"
 )
 
-class SettingsError(ValueError):
-    """A setting has a value caseforge cannot use, or the settings file has a key caseforge does not know; each
-    problem names the variable, or the file and its key."""
-
-    def __init__(self, problems: str | list[str]):
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("; ".join(self.problems))
-
-
-# --- the settings ---
 
 def env(default, *variables: str, **kwargs):
     """A setting read from the first of `variables` that is set to something other than empty."""
-    return Field(default, json_schema_extra={"env": list(variables)}, **kwargs)
+    return Field(default, validation_alias=AliasChoices(*variables), **kwargs)
 
 
 class Settings(BaseSettings):
     """Everything caseforge runs with. Each field says the environment variable it is read from (README,
     Configuration); `file` is the settings file."""
 
-    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+    # case_sensitive: variables are named exactly; the prefix only keeps a field's own name (read too, since values
+    # may be given by field name) out of the variables anyone sets; "_" with one split gathers CASEFORGE_LLM_* into
+    # llm_variables.
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", case_sensitive=True, env_ignore_empty=True,
+                                      env_prefix="CASEFORGE_field_", env_nested_delimiter="_", env_nested_max_split=1,
+                                      validate_by_name=True, validate_by_alias=True)
 
     db_path: Path = env(Path("data/caseforge.duckdb"), "CASEFORGE_DB")
     export_dir: Path | None = None                 # the Parquet mirror somewhere else than beside the warehouse
@@ -129,13 +127,52 @@ class Settings(BaseSettings):
     prefect_server_idle_s: str = env("", "CASEFORGE_PREFECT_SERVER_IDLE_S")
     notify_url: str = env("", "CASEFORGE_NOTIFY_URL")
     notify_block: str = env("", "CASEFORGE_NOTIFY_BLOCK")
+    # Marks LLM shard runs Crashed after this long without a heartbeat (caseforge.flows.zombie_runs; at least three
+    # heartbeats of 30 s).
+    zombie_window_s: int = env(90, "CASEFORGE_ZOMBIE_WINDOW_S")
 
+    # --- the LLM layer (caseforge.llm.config resolves a step's backend and model from these and the file's [llm]) ---
+    # CASEFORGE_LLM_<STEP>_BACKEND/_MODEL, CASEFORGE_LLM_<ROLE>_BACKEND/_MODEL and CASEFORGE_LLM_BACKEND/_MODEL, each
+    # under what follows CASEFORGE_LLM_ (e.g. "CASEFACTS_FACTUALITY_MODEL"): read through `llm_variable`
+    llm_variables: dict[str, str] = env({}, "CASEFORGE_LLM")
+    llm_refresh: bool = env(False, "CASEFORGE_LLM_REFRESH")           # ask again what the cache answered (--refresh)
+    llm_retry_failed: bool | None = env(None, "CASEFORGE_LLM_RETRY_FAILED")   # unset: the file's [llm] retry_failed
+    # This machine's own, never part of a choice's identity nor sent to a shard worker (caseforge.llm.config):
+    openai_base_url: str = env("", "CASEFORGE_OPENAI_BASE_URL")       # below a base_url option of the settings file
+    openai_api_key: str = env("", "CASEFORGE_OPENAI_API_KEY", repr=False)
+    llamacpp_model_path: str = env("", "CASEFORGE_LLAMACPP_MODEL_PATH")
+    replay_file: str = env("", "CASEFORGE_REPLAY_FILE")
+    # The shard store a worker answers shards of (a kubernetes pool's `store`): runs naming another are refused.
+    fanout_store: str = env("", "CASEFORGE_FANOUT_STORE")
+
+    # the user's settings file (empty: ./caseforge.toml when there is one)
+    config_file: Path | None = env(None, "CASEFORGE_CONFIG", "CASEFORGE_LLM_CONFIG")
     file: SettingsFile
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings):
         return init_settings, _Environment(settings_cls), _File(settings_cls)
+
+    @field_validator("llm_variables")
+    @classmethod
+    def _known_backends(cls, variables: dict[str, str]) -> dict[str, str]:
+        for key, value in variables.items():
+            if key.endswith("BACKEND") and value not in BACKENDS:
+                raise ours(unknown_backend(f"CASEFORGE_LLM_{key}", value))
+        return variables
+
+    # --- what the settings say, worked out ---
+
+    def llm_variable(self, scope: str | None, what: str) -> str | None:
+        """CASEFORGE_LLM_<SCOPE>_<WHAT> (scope None: CASEFORGE_LLM_<WHAT>); `what` is BACKEND or MODEL."""
+        return self.llm_variables.get(f"{scope}_{what}" if scope else what) or None
+
+    @property
+    def retry_failed(self) -> bool:
+        """Whether jobs ask again, once, what a cached failure answered (--retry-failed,
+        CASEFORGE_LLM_RETRY_FAILED, else [llm] retry_failed)."""
+        return self.file.llm.retry_failed if self.llm_retry_failed is None else self.llm_retry_failed
 
     # --- everything that belongs to one warehouse lies beside it, named after it ---
 
@@ -180,254 +217,120 @@ class Settings(BaseSettings):
         """The settings as they would be in `environ` instead of this process's environment."""
         token = _ENVIRON.set(environ)
         try:
-            return cls(**values)
+            return _validated(lambda: cls(**values))
         finally:
             _ENVIRON.reset(token)
 
+    def overridden(self, layer: dict) -> "Settings":
+        """These settings with `layer` laid over their file (checked again: SettingsError names what is wrong)."""
+        token = OVERRIDES.set(OVERRIDES.get() + (dict(layer),))      # a problem then names the overrides
+        try:
+            file = _validated(lambda: SettingsFile.model_validate(merge(self.file.model_dump(), layer)), the_file=True,
+                              named=self.config_file)
+        finally:
+            OVERRIDES.reset(token)
+        return self.model_copy(update={"file": file})
+
 
 _ENVIRON: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("caseforge_environ", default=None)
+_CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("caseforge_settings", default=None)
 
 
 def variables_of(name: str) -> list[str]:
     """The environment variables a field of Settings is read from, first first."""
-    extra = Settings.model_fields[name].json_schema_extra
-    return list(extra.get("env", [])) if isinstance(extra, dict) else []
+    alias = Settings.model_fields[name].validation_alias
+    return [str(choice) for choice in alias.choices] if isinstance(alias, AliasChoices) else []
 
 
-class _Environment(PydanticBaseSettingsSource):
-    """Each field's own variables (`env`), nothing else: an empty variable counts as unset."""
+class _Environment(EnvSettingsSource):
+    """pydantic-settings' own environment source, on this process's environment or the one `of_environment` names;
+    the settings file is no variable."""
 
-    def get_field_value(self, field, field_name: str):
-        return None, field_name, False
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        environ = _ENVIRON.get()
+        if environ is None:
+            return super()._load_env_vars()
+        return {name: value for name, value in environ.items() if value != ""}
 
     def __call__(self) -> dict[str, Any]:
-        environ = _ENVIRON.get()
-        environ = os.environ if environ is None else environ
-        found = {}
-        for name in self.settings_cls.model_fields:
-            for variable in variables_of(name):
-                if environ.get(variable, "") != "":
-                    found[name] = environ[variable]
-                    break
-        return found
+        return {key: value for key, value in super().__call__().items() if key != "file"}
 
 
 class _File(PydanticBaseSettingsSource):
-    """The settings file, its three layers merged."""
+    """The settings file, its layers merged: the user's file is the one the settings name (config_file)."""
 
     def get_field_value(self, field, field_name: str):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return {"file": merged_file()}
+        state = self.current_state
+        named = next((state[k] for k in ("config_file", *variables_of("config_file")) if state.get(k)), None)
+        return {"file": merged_file(named)}
 
 
-# --- the settings file's layers ---
+# --- loaded once, then handed down ---
 
-_overrides: contextvars.ContextVar[tuple[dict, ...]] = contextvars.ContextVar("caseforge_settings_overrides",
-                                                                               default=())
-_READ: dict[Path, tuple[tuple, dict]] = {}          # file -> (its stamp when read, what it held)
-
-
-def _stamp(path: Path) -> tuple:
-    status = path.stat()
-    return status.st_mtime_ns, status.st_size, status.st_ino
-
-
-def read_toml(path: Path) -> dict:
-    """A settings file's tables, read again only when the file changed. The one place a settings file is read."""
-    path = Path(path).resolve()
-    stamp = _stamp(path)
-    cached = _READ.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    with path.open("rb") as handle:
-        try:
-            data = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(f"{path}: not valid TOML ({exc})") from exc
-    _READ[path] = (stamp, data)
-    return data
-
-
-def user_file(path: str | Path | None = None) -> Path | None:
-    """The user's settings file, or None. An explicitly named file that is missing is an error."""
-    explicit = path or os.environ.get("CASEFORGE_CONFIG") or os.environ.get("CASEFORGE_LLM_CONFIG")
-    candidate = Path(explicit) if explicit else Path("caseforge.toml")
-    if candidate.exists():
-        return candidate
-    if explicit:
-        raise FileNotFoundError(f"settings file not found: {candidate} (CASEFORGE_CONFIG)")
-    return None
-
-
-def merge(base: dict, over: dict) -> dict:
-    """`over` laid over `base`: tables merge key by key, anything else replaces."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def merged_file(path: str | Path | None = None) -> dict:
-    """The settings file as given, before it is typed: defaults, the user's file (`path`, else the one in
-    force), then the current overrides."""
-    data = read_toml(DEFAULTS_FILE)
-    found = user_file(path)
-    if found is not None:
-        data = merge(data, read_toml(found))
-    for layer in _overrides.get():
-        data = merge(data, layer)
-    return data
-
-
-@contextmanager
-def overriding(settings: dict | None) -> Iterator[None]:
-    """Lay `settings` over the file for what runs inside (a flow run and its subflows and tasks)."""
-    if not settings:
-        yield
-        return
-    token = _overrides.set(_overrides.get() + (dict(settings),))
-    try:
-        yield
-    finally:
-        _overrides.reset(token)
-
-
-# --- loaded once ---
-
-_LOADED: dict[tuple, tuple[tuple[dict, ...], Settings]] = {}
-
-
-# Every variable the settings are read from, and those that name the settings file, as os.environ keeps them:
-# looked up in its own table of encoded names, since decoding the environment at each load_settings (a size
-# check per payload, a parse budget per document) would cost more than the checks themselves.
-_VARIABLES = tuple(os.fsencode(v) for v in (*(v for name in Settings.model_fields for v in variables_of(name)),
-                                            "CASEFORGE_CONFIG", "CASEFORGE_LLM_CONFIG"))
-
-
-def _in_force() -> tuple:
-    """What the settings depend on: their environment variables, the user's file (which one, and its stamp),
-    the overrides in force (by identity: each `overriding` block makes a new tuple)."""
-    table = getattr(os.environ, "_data", None)
-    variables = tuple(map(table.get, _VARIABLES)) if isinstance(table, dict) else \
-        tuple(os.environ.get(os.fsdecode(v)) for v in _VARIABLES)
-    explicit = variables[-2] or variables[-1]             # CASEFORGE_CONFIG, else CASEFORGE_LLM_CONFIG
-    try:
-        found = os.stat(explicit or "caseforge.toml")
-        stamp = found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size
-    except OSError:
-        stamp = user_file() if explicit else None         # a named file that is missing: FileNotFoundError
-    return variables, stamp, id(_overrides.get())
+def read_settings(config_file: str | Path | None = None, belongs: Belongs | None = None) -> Settings:
+    """The settings as the environment and the settings file say now (`config_file`: that file as the user's).
+    SettingsError names every problem, one line each; `belongs` adds where a misplaced key belongs."""
+    values = {"config_file": config_file} if config_file else {}
+    return _validated(lambda: Settings(**values), belongs=belongs, named=config_file)
 
 
 def load_settings(db: str | Path | None = None) -> Settings:
-    """The settings in force (with `db` as the warehouse, when given). SettingsError names what is wrong."""
-    key = _in_force()
-    loaded = _LOADED.get(key)
-    if loaded is None or loaded[0] is not _overrides.get():
-        if len(_LOADED) > 32:
-            _LOADED.clear()
-        loaded = _LOADED[key] = (_overrides.get(), _validated(Settings))
-    settings = loaded[1]
+    """The current settings (those `using` made current: a command's, a run's), else the settings read now; with
+    `db` as the warehouse, when given."""
+    settings = _CURRENT.get() or read_settings()
     return settings if db is None else settings.model_copy(update={"db_path": Path(db)})
 
 
+@contextmanager
+def using(settings: Settings) -> Iterator[Settings]:
+    """Make `settings` the current ones for what runs inside (in this context: its threads and Prefect task runs
+    copy it)."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def overriding(layer: dict | None) -> Iterator[Settings]:
+    """Lay `layer` over the current settings' file for what runs inside (a flow run and its subflows and tasks):
+    the settings it yields are the current ones there, and settings read there have the layer too."""
+    settings = load_settings()
+    if not layer:
+        with using(settings) as current:
+            yield current
+        return
+    settings = settings.overridden(layer)
+    token = OVERRIDES.set(OVERRIDES.get() + (dict(layer),))
+    try:
+        with using(settings) as current:
+            yield current
+    finally:
+        OVERRIDES.reset(token)
+
+
 def reload_settings() -> None:
-    """Forget the settings loaded so far: the next load_settings reads the environment and the file again."""
-    _LOADED.clear()
-    _READ.clear()
+    """Forget the settings files read so far (the environment is read by each read_settings)."""
+    forget_files()
 
 
-def _validated(make, path: str | Path | None = None, the_file: bool = False):
-    """make(), its validation errors as a SettingsError; `the_file`: make validates the settings file alone."""
+def _validated(make, the_file: bool = False, belongs: Belongs | None = None, named: str | Path | None = None):
+    """make(), its validation errors as one SettingsError; `the_file`: make validates the settings file alone."""
     try:
         return make()
     except ValidationError as exc:
-        raise SettingsError([_problem(error, path, the_file) for error in exc.errors()]) from None
+        errors = [{**e, "loc": ("file", *e["loc"])} if the_file else e for e in exc.errors()]
+        raise SettingsError([problem(e, lambda keys: layer_holding(keys, _named(named)), variables_of, belongs)
+                             for e in errors]) from None
 
 
-def _problem(error: dict, path: str | Path | None, the_file: bool) -> str:
-    loc = ("file",) * the_file + tuple(str(part) for part in error["loc"])
-    error = {**error, "loc": loc}
-    if loc and loc[0] == "file" and error["type"] == "extra_forbidden":
-        return unknown_key(loc[1:-1], loc[-1], known_keys(loc[1:-1]), path)
-    if loc and loc[0] == "file" and error["type"] == "literal_error" and loc[-1] == "[key]":
-        return unknown_key(loc[1:-2], loc[-2], known_keys(loc[1:-2]), path)
-    return f"{_where(error['loc'])}: {error['msg']} (got {_short(error.get('input'))})"
-
-
-def unknown_key(table_path: tuple[str, ...], key: str, known: Iterable[str], path: str | Path | None = None) -> str:
-    """One line for a key the settings file holds and caseforge does not know: the file that holds it, the key
-    in its table, the closest known key."""
-    known = sorted(set(known))
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    elsewhere = key_elsewhere(key) if not close else None
-    renamed = RENAMED.get((*table_path, key))
-    hint = (f"; it is now {renamed}" if renamed else f"; did you mean {close[0]}?" if close else f"; it belongs in {elsewhere}" if elsewhere else
-            f" (known: {', '.join(known)})" if known else "")
-    where = f"[{_dotted(table_path)}] {_dotted((key,))}" if table_path else f"[{_dotted((key,))}]"
-    return f"{_layer_holding((*table_path, key), path)}: unknown setting {where}{hint}"
-
-
-def _dotted(keys: tuple[str, ...]) -> str:
-    """Keys as TOML writes them: llm.steps."casefacts.factuality"."""
-    return ".".join(key if key.replace("_", "").replace("-", "").isalnum() else f'"{key}"' for key in keys)
-
-
-def _layer_holding(keys: tuple[str, ...], path: str | Path | None) -> str:
-    """Which layer of the settings file holds `keys`: a run's overrides, the user's file, or the defaults."""
-    def holds(data: dict) -> bool:
-        for key in keys:
-            if not isinstance(data, dict) or key not in data:
-                return False
-            data = data[key]
-        return True
-
-    if any(holds(layer) for layer in _overrides.get()):
-        return "this run's settings (overrides)"
-    found = user_file(path)
-    if found is not None and holds(read_toml(found)):
-        return f"settings file {found}"
-    return f"settings file {DEFAULTS_FILE}"
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _where(loc: tuple) -> str:
-    """An error's place as a person sets it: the environment variable, or `[table] key` of the settings file."""
-    if loc and loc[0] == "file":
-        keys = [str(k) for k in loc[1:]]
-        return f"settings file [{'.'.join(keys[:-1])}] {keys[-1]}" if len(keys) > 1 else f"settings file [{keys[0]}]"
-    variables = variables_of(str(loc[0])) if loc and loc[0] in Settings.model_fields else []
-    return variables[0] if variables else ".".join(map(str, loc))
-
-
-# --- the settings file as plain tables, for readers that want a dict ---
-
-def file_tables(path: str | Path | None = None) -> dict:
-    """The settings file in force (or with `path` as the user's file) as its tables hold it, once checked."""
-    if path is None:
-        load_settings()
-    else:
-        _validated(lambda: SettingsFile.model_validate(merged_file(path)), path, the_file=True)
-    return merged_file(path)
-
-
-def table(*keys: str, path: str | Path | None = None) -> dict:
-    """A nested table of the settings file ({} when absent), e.g. table("nightly", "builders", "casefacts")."""
-    node: Any = file_tables(path)
-    for key in keys:
-        node = node.get(key) if isinstance(node, dict) else None
-        if node is None:
-            return {}
-    return dict(node) if isinstance(node, dict) else {}
+def _named(named: str | Path | None) -> str | Path | None:
+    """The user's settings file a problem is in: the one named, else CASEFORGE_CONFIG's."""
+    return named or os.environ.get("CASEFORGE_CONFIG") or os.environ.get("CASEFORGE_LLM_CONFIG") or None
 
 
 def upstream(name: str) -> str:

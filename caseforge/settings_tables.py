@@ -3,12 +3,14 @@
 checks them against these (Settings.file)."""
 from __future__ import annotations
 
+import fnmatch
 import types
 import typing
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 # A key no table declares is an error naming it, its file and the closest known key (caseforge.settings): a
 # misspelt setting must not be ignored.
@@ -30,11 +32,16 @@ class Table(BaseModel):
     model_config = ConfigDict(extra=UNKNOWN_KEYS, frozen=True)
 
 
+def ours(message: str) -> PydanticCustomError:
+    """A validation error whose message is the whole line caseforge.settings_errors prints for it."""
+    return PydanticCustomError("caseforge", message)
+
+
 class LlmChoice(Table):
     """[llm.roles.<role>], [llm.steps."<step>"] (a key may hold * wildcards), [llm.backends.<backend>]: a backend,
     a model and options of their own (caseforge.llm.config lays them over each other)."""
 
-    backend: str | None = None
+    backend: BackendName | None = None
     model: str | None = None
     options: dict[str, Any] = {}
 
@@ -48,14 +55,24 @@ class LlmTable(Table):
     roles: dict[Role, LlmChoice] = {}
     steps: dict[str, LlmChoice] = {}               # step names are checked where the pipelines are known
 
+    def step(self, name: str | None) -> LlmChoice:
+        """[llm.steps."<name>"], else the last (in sorted order) of the wildcard keys that match it."""
+        if not name:
+            return LlmChoice()
+        if name in self.steps:
+            return self.steps[name]
+        matches = sorted(key for key in self.steps if any(ch in key for ch in "*?[") and fnmatch.fnmatchcase(name, key))
+        return self.steps[matches[-1]] if matches else LlmChoice()
+
 
 class FanoutTable(Table):
-    """Fan-out of LLM steps to GPU workers (docs/llm.md, "Fan-out"); the defaults say what each key is."""
+    """Fan-out of LLM steps to GPU workers (docs/llm.md, "Fan-out"); the defaults say what each key is. An empty
+    `pool`: every step runs in process."""
 
     pool: str
     deployment: str
-    shards: int
-    min_shard_requests: int
+    shards: int = Field(ge=1)
+    min_shard_requests: int = Field(ge=1)
     store: str
     store_endpoint_url: str
     poll_s: float
@@ -64,8 +81,26 @@ class FanoutTable(Table):
     start_timeout_s: float
     no_worker_timeout_s: float
     shard_timeout_s: float
-    max_submissions: int
+    max_submissions: int = Field(ge=1)
     check_timeout_s: float
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.pool.strip())
+
+    @field_validator("deployment")
+    @classmethod
+    def _flow_and_deployment(cls, value: str) -> str:
+        if "/" not in value:
+            raise ours(f"[fanout] deployment must be 'flow name/deployment name', not {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _heartbeats_before_dead(self) -> "FanoutTable":
+        if self.stale_after_s < 3 * self.heartbeat_s:
+            raise ours(f"[fanout] stale_after_s = {self.stale_after_s:g} is less than three heartbeats (heartbeat_s = "
+                       f"{self.heartbeat_s:g}): a live shard would be taken for dead")
+        return self
 
 
 class MirrorTable(Table):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import traceback
 
 from caseforge import flows  # noqa: F401  (sets Prefect's environment before anything imports Prefect)
-from caseforge import stopping
+from caseforge import settings, stopping
 from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, review, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
 from caseforge.run_record import stop_open_runs
@@ -68,12 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("caseforge").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     for noisy in ("httpx", "httpcore", "great_expectations", "botocore", "aiobotocore", "s3fs"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    retry_before = os.environ.get("CASEFORGE_LLM_RETRY_FAILED")
-    if getattr(args, "retry_failed", False):     # the environment reaches flows and their workers alike
-        os.environ["CASEFORGE_LLM_RETRY_FAILED"] = "1"
-    refresh_before = os.environ.get("CASEFORGE_LLM_REFRESH")
-    if getattr(args, "refresh", False):
-        os.environ["CASEFORGE_LLM_REFRESH"] = "1"
     common.SHOW_TRACEBACKS = args.debug
     terminal_tracebacks(args.debug)
     quiet_once_stopped()
@@ -81,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
     leaving = argv is None                      # the `caseforge` program itself, not a call in-process
     with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
-        code = _command(args, retry_before, refresh_before, unraisable_before)
+        code = _command(args, unraisable_before)
     if leaving:                                 # the interpreter's exit hooks: a stop then is a stop too
         stopping.stop_quietly_while_leaving(code)
     return code
 
 
-def _command(args: argparse.Namespace, retry_before, refresh_before, unraisable_before) -> int:
+def _command(args: argparse.Namespace, unraisable_before) -> int:
     try:
         return _run(args)
     except CommandFailed as exc:
@@ -112,11 +105,6 @@ def _command(args: argparse.Namespace, retry_before, refresh_before, unraisable_
     finally:                                # main() also runs in-process (tests, notebooks): leave no trace
         stopping.forget_stop()
         sys.unraisablehook = unraisable_before
-        for name, before in (("CASEFORGE_LLM_RETRY_FAILED", retry_before), ("CASEFORGE_LLM_REFRESH", refresh_before)):
-            if before is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = before
 
 
 def _quiet_about_lost_stops(hook):
@@ -132,17 +120,29 @@ def _quiet_about_lost_stops(hook):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from caseforge.flows.settings_check import settings_problems
+    with settings.using(_command_settings(args)):
+        try:
+            return args.handler(args) or 0
+        except Exception as exc:
+            if stopping.stop_requested() is None:
+                raise
+            raise stopping.RunStopped(stopping.stop_requested()) from exc    # what failed, failed because of the stop
 
-    problems = settings_problems(nightly=args.command == "run")     # before any work starts
-    if problems:
-        raise common.CommandError(problems)
+
+def _command_settings(args: argparse.Namespace) -> settings.Settings:
+    """The settings the command runs with, read and checked whole once, before any work starts, with its flags:
+    `--retry-failed` and `--refresh` reach every flow the command runs as values of these settings."""
+    from caseforge.flows.settings_check import command_settings
+
     try:
-        return args.handler(args) or 0
-    except Exception as exc:
-        if stopping.stop_requested() is None:
-            raise
-        raise stopping.RunStopped(stopping.stop_requested()) from exc      # what failed, failed because of the stop
+        found = command_settings()
+    except settings.SettingsError as exc:
+        raise common.CommandError(exc.problems) from None
+    if getattr(args, "retry_failed", False):
+        found = found.model_copy(update={"llm_retry_failed": True})
+    if getattr(args, "refresh", False):
+        found = found.model_copy(update={"llm_refresh": True})
+    return found
 
 
 if __name__ == "__main__":

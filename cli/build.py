@@ -58,10 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.dataset == "casefacts":     # a refused model pairing is a usage error, not a failed run
-        from caseforge.tasks.casefacts.build import make_backends, make_config
-
-        make_config(make_backends(args.llm, args.model, args.validator_model, args.replay_file),
-                    allow_same_family=args.allow_same_family)
+    """The builder's flow with the command line's options as its parameters; a model pairing the builder refuses
+    (caseforge.families.SameFamily) stops it before any work, exit 2, one line."""
     flow = registry.BUILDERS[args.dataset].flow()
     return finish(run_flow(flow, **flow_arguments(flow, args)))

@@ -13,7 +13,8 @@ from caseforge.cli.rows import print_rows, spool_query_answer
 from caseforge.llm.backends import REGISTRY
 from caseforge.llm.config import ROLES, backend_for, llm_choice
 from caseforge.llm.types import LLMRequest, SamplingParams
-from caseforge.settings import load_settings, table, user_file
+from caseforge.settings import load_settings
+from caseforge.settings_file import user_file
 
 CACHE_KEY_NOTE = ("cached by request: model name, messages, sampling parameters, output schema, prompt template "
                   "(id and content hash); not by backend or endpoint, so one model name served two ways shares "
@@ -96,7 +97,7 @@ def check_step(step: str | None, con=None) -> None:
 
 def _choice(args):
     check_step(args.step)
-    return llm_choice(step=args.step, role=args.role, backend=args.backend, model=args.model,
+    return llm_choice(load_settings(), step=args.step, role=args.role, backend=args.backend, model=args.model,
                       replay_file=args.replay_file, base_url=getattr(args, "base_url", None))
 
 
@@ -105,17 +106,19 @@ def run_models(args: argparse.Namespace) -> int:
     from caseforge.flows import registry
 
     check_step(args.step)
+    settings = load_settings()
     rows = []
     for role in ROLES:
         try:
-            choice = llm_choice(role=role, backend=args.backend, model=args.model, replay_file=args.replay_file)
+            choice = llm_choice(settings, role=role, backend=args.backend, model=args.model,
+                                replay_file=args.replay_file)
             rows.append(("(any)", role, choice.backend, choice.model, choice.family, _options(choice)))
         except ValueError as exc:
             rows.append(("(any)", role, args.backend or "-", "-", "-", str(exc)))
     for name, entry in sorted(registry.llm_steps().items()):
         for step, role in sorted(entry.items()):
             try:
-                choice = llm_choice(step=step, role=role, backend=args.backend, model=args.model,
+                choice = llm_choice(settings, step=step, role=role, backend=args.backend, model=args.model,
                                     replay_file=args.replay_file)
                 rows.append((step, role, choice.backend, choice.model, choice.family, _options(choice)))
             except ValueError as exc:
@@ -126,7 +129,7 @@ def run_models(args: argparse.Namespace) -> int:
                  for name, needs in sorted(_NEEDS.items())}
     rows = [(*row, installed.get(row[2], "-")) for row in rows]
     print_rows(["step", "role", "backend", "model", "family", "options", "installed"], rows, args.format)
-    found = user_file()
+    found = user_file(settings.config_file)
     print(f"settings: caseforge/defaults.toml{' + ' + str(found) if found else ''}", file=notes_out(args.format))
     if args.format == "table":
         print_rows(["backend", "installed"], sorted(installed.items()), "table")
@@ -176,13 +179,14 @@ def pipeline_uses(all_pipelines: bool = False) -> list:
     from caseforge.flows import registry
     from caseforge.llm.check import Use
 
+    settings = load_settings()
     uses = []
     for verb, section, group in (("build", "builders", registry.BUILDERS), ("eval", "evaluations", registry.EVALUATIONS)):
         for name, entry in sorted(group.items()):
             steps = entry.llm_steps()
             if not steps or not (all_pipelines or entry.nightly):
                 continue
-            opts = table("nightly", section, name) if entry.nightly else {}
+            opts = (getattr(settings.file.nightly, section).get(name) or {}) if entry.nightly else {}
             for step, role in sorted(steps.items()):
                 models = [None]
                 if role == "system" and opts.get("models"):
@@ -194,7 +198,7 @@ def pipeline_uses(all_pipelines: bool = False) -> list:
                 for model in models:
                     use = Use(f"{verb} {name}", step, role, allow_same_family=bool(opts.get("allow_same_family")))
                     try:
-                        use.choice = llm_choice(step=step, role=role, backend=backend, model=model)
+                        use.choice = llm_choice(settings, step=step, role=role, backend=backend, model=model)
                     except ValueError as exc:
                         use.problem = str(exc).replace(f"step {step}, ", "")
                     uses.append(use)
@@ -203,13 +207,12 @@ def pipeline_uses(all_pipelines: bool = False) -> list:
 
 def run_check(args: argparse.Namespace) -> int:
     from caseforge.llm.check import family_findings, group, send_probe
-    from caseforge.llm.fanout import FanoutSettings
 
     uses = pipeline_uses(args.all_pipelines)
     probes = group(uses)
-    fanout = FanoutSettings.from_settings()
+    fanout = load_settings().file.fanout
     out = notes_out(args.format)
-    if fanout is not None:
+    if fanout.enabled:
         print(f"[fanout] pool {fanout.pool}: shard workers answer every step with their own endpoints and model "
               "files; run `caseforge llm check` on a worker machine to check them. Nothing sent from here.", file=out)
     elif not args.no_requests:

@@ -6,8 +6,9 @@ from prefect.cache_policies import NO_CACHE
 
 from caseforge.artifacts import publish_report
 from caseforge.flows.states import ends_as_stopped, final_state
+from caseforge.llm.config import Backends
 from caseforge.settings import load_settings
-from caseforge.tasks.casefacts.build import build, make_backends, make_config
+from caseforge.tasks.casefacts.build import build, make_config
 
 _TASKS: dict[str, object] = {}
 
@@ -29,8 +30,10 @@ def casefacts_build(db: str | None = None, llm: str | None = None, model: str | 
     (temporal rule) → overlap merges → negations → splits, each stage gated into its own table.
 
     Backend and models: the arguments where given, the settings file's otherwise (caseforge.llm.config)."""
-    backends = make_backends(llm, model, validator_model, replay_file)
+    settings = load_settings(db)
+    backends = Backends(llm, {"generator": model, "validator": validator_model}, settings=settings,
+                        replay_file=replay_file)
     config = make_config(backends, limit, seed, embedder, embedder_path, min_positives, allow_same_family)
-    report = build(load_settings(db), config, backends, stage=as_task)
+    report = build(settings, config, backends, stage=as_task)
     publish_report(report, "casefacts-build", "CaseFacts build")
     return final_state(report)

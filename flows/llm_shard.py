@@ -29,12 +29,11 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Cancelled, Cancelling, Crashed
 
-from caseforge.settings import table as settings_table
 from caseforge.flows.local_server import URL_ENV as LOCAL_URL_ENV
 from caseforge.llm import fanout
 from caseforge.llm.worker import answer_shard as answer_on_this_machine
 from caseforge.llm.worker import worker_store
-from caseforge.store import endpoint_from_environment
+from caseforge.settings import load_settings, using
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
@@ -44,24 +43,27 @@ HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
 def answer_shard(step: str, store: str, shard: str, backend: str | None, model: str | None, options: dict,
                  max_attempts: int, role: str = "generator", store_endpoint_url: str | None = None) -> dict:
     """The choice comes from the orchestrator (backend, model, options without paths, keys and loopback
-    endpoints); paths, keys, endpoints and the store's credentials come from this machine's settings and
-    environment."""
-    endpoint = (endpoint_from_environment() or str(settings_table("fanout").get("store_endpoint_url") or "")
-                or store_endpoint_url)
-    shard_store = worker_store(store, endpoint or None)     # CASEFORGE_FANOUT_STORE, when set, bounds where it goes
+    endpoints); paths, keys, endpoints and the store's credentials come from this machine's settings (the flow
+    run's, read once) and environment."""
+    settings = load_settings()
+    shard_store = worker_store(settings, store, store_endpoint_url)    # CASEFORGE_FANOUT_STORE bounds where it goes
     shard_store.check(write=False)         # a store this machine cannot use: one line in the run's log
     # a process worker hands its name to the flow runs it starts; other workers' runs name their host
     worker = {"flow_run_id": current_flow_run.id,
               "worker": os.environ.get("PREFECT__WORKER_NAME") or socket.gethostname()}
-    return answer_on_this_machine(step, shard_store, shard, backend, model, options, max_attempts, role, worker)
+    return answer_on_this_machine(settings, step, shard_store, shard, backend, model, options, max_attempts, role,
+                                  worker)
 
 
 @flow(name="llm-shard")
 def llm_shard_flow(step: str, store: str, shard: str, backend: str | None = None, model: str | None = None,
                    options: dict | None = None, max_attempts: int = 3, role: str = "generator",
                    store_endpoint_url: str | None = None) -> dict:
-    """`store`: the step's shard store (a URL, or a folder this machine sees); `shard`: the shard's prefix."""
-    counts = answer_shard(step, store, shard, backend, model, options or {}, max_attempts, role, store_endpoint_url)
+    """`store`: the step's shard store (a URL, or a folder this machine sees); `shard`: the shard's prefix. This
+    machine's settings are read once, here, and are the current ones for the run's task."""
+    with using(load_settings()):
+        counts = answer_shard(step, store, shard, backend, model, options or {}, max_attempts, role,
+                              store_endpoint_url)
     get_run_logger().info("llm shard %s/%s: %s", store, shard, counts)
     return counts
 

@@ -96,11 +96,11 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     those its parser version already loaded (after a parser fix that kept its version)."""
     from caseforge.flows.nightly_report import problem_rows, publish_artifacts, quality_rows
 
-    warehouse = load_settings(db)
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
                              release_dir=_release_location(release_dir), sources=sources, force=force,
                              reparse=reparse)
-    with overriding(settings):
+    with overriding(settings):             # the run's settings: the current ones, the overrides laid over them
+        warehouse = load_settings(db)
         result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
         problems = problem_rows(con, result)

@@ -155,16 +155,18 @@ def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, di
         return [f.result() for f in futures]
 
 
-def depends_on(entry: registry.FlowEntry, options: dict) -> dict:
+def depends_on(entry: registry.FlowEntry, options: dict, settings: Settings | None = None) -> dict:
     """What besides its input tables decides a builder's or an evaluation's output: the backend, model and
-    options each of its LLM steps resolves to, the content of its prompt templates, and its options."""
+    options each of its LLM steps resolves to (under `settings`, default the current ones), the content of its
+    prompt templates, and its options."""
     from caseforge.settings import PROMPTS_DIR
     from caseforge.llm.config import llm_choice
 
+    settings = settings or load_settings()
     choices = {}
     for step, role in sorted(entry.llm_steps().items()):
         try:
-            choices[step] = llm_choice(step, role, options.get("llm"), options.get("model")).identity()
+            choices[step] = llm_choice(settings, step, role, options.get("llm"), options.get("model")).identity()
         except ValueError as exc:          # no model for a role: that, too, is part of the configuration
             choices[step] = {"unresolved": str(exc)}
     prompts = {path.relative_to(PROMPTS_DIR).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
@@ -282,7 +284,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
 
     with open_warehouse(settings.db_path) as con:
         run_id = start_run(con, "nightly", "all")
-    reviews = list(load_settings().file.review.nightly)       # [review] nightly: flows/nightly_review.py
+    reviews = list(settings.file.review.nightly)              # [review] nightly: flows/nightly_review.py
     plan = [("source", name) for name in names] + [(stage, name) for stage, group in (
         ("builder", builders), ("evaluation", evaluations), ("review", reviews), ("export", releases))
         for name in sorted(group)]
@@ -309,11 +311,11 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         con = connect(settings.db_path)
         for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
             for name, entry in sorted(group.items()):
-                opts = dict(getattr(load_settings().file.nightly, section).get(name) or {})
+                opts = dict(getattr(settings.file.nightly, section).get(name) or {})
                 running = [(stage, name)]
                 outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
                     con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
-                    options.force, depends_on(entry, opts))))
+                    options.force, depends_on(entry, opts, settings))))
         for name in sorted(reviews):
             running = [("review", name)]
             outcomes.append(run_stage("review", name, lambda name=name: _review(settings, con, name)))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from caseforge.flows import notifications, zombie_runs
@@ -42,14 +41,15 @@ def make_pool(client, name: str, kind: str, template_path: str | None) -> str:
 
 def base_job_template(path: str) -> dict:
     """A base job template from a JSON or YAML file; a template with a `store` variable (the kubernetes one) gets
-    CASEFORGE_FANOUT_STORE of this environment, when set, as its default: the pods' shard store."""
+    the settings' fanout_store (CASEFORGE_FANOUT_STORE of this environment), when set, as its default: the pods'
+    shard store."""
     import yaml
 
-    from caseforge.llm.worker import STORE_ENV
+    from caseforge.settings import load_settings
 
     with open(path) as handle:
         template = json.load(handle) if path.endswith(".json") else yaml.safe_load(handle)
-    store = os.environ.get(STORE_ENV, "").strip()
+    store = load_settings().fanout_store.strip()
     variables = template.get("variables", {}).get("properties", {})
     if store and "store" in variables:
         variables["store"]["default"] = store

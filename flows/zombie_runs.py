@@ -4,10 +4,10 @@ submits) and made by deployments/setup.sh.
 
 A flow run started from a deployment sends a `prefect.flow-run.heartbeat` event every
 PREFECT_FLOWS_HEARTBEAT_FREQUENCY seconds (at least 30; deployments/prefect.yaml sets 30 for the GPU pool).
-When a shard run's heartbeat is followed by neither another heartbeat nor a final state within the window
-(three heartbeats by default, CASEFORGE_ZOMBIE_WINDOW_S to change), the automation sets the run Crashed. The
-orchestrator sees the Crashed run and merges what the store holds or submits the shard again (Prefect does not
-retry Crashed runs). It watches the heartbeats itself too ([fanout] stale_after_s), so a server without the
+When a shard run's heartbeat is followed by neither another heartbeat nor a final state within the window (three
+heartbeats by default; CASEFORGE_ZOMBIE_WINDOW_S, Settings.zombie_window_s, to change), the automation sets the run
+Crashed. The orchestrator sees the Crashed run and merges what the store holds or submits the shard again (Prefect
+does not retry Crashed runs). It watches the heartbeats itself too ([fanout] stale_after_s), so a server without the
 automation still loses no shard; the automation is what shows the run as Crashed in the UI at once.
 Run again, it updates the automation.
 
@@ -16,14 +16,14 @@ Run again, it updates the automation.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import timedelta
+
+from caseforge.settings import load_settings
 
 AUTOMATION_NAME = "caseforge-crash-zombie-shard-runs"
 SHARD_TAG = "llm-shard"
 HEARTBEAT_S = 30                      # PREFECT_FLOWS_HEARTBEAT_FREQUENCY of the GPU deployment (Prefect's minimum)
-WINDOW_ENV = "CASEFORGE_ZOMBIE_WINDOW_S"
 MESSAGE = "Shard run marked as crashed: no flow-run heartbeat within {window} s (its worker is gone)"
 
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(prog="python -m caseforge.flows.zombie_runs", description=__doc__.split("\n\n")[0]
                             ).parse_args(argv)
     try:
-        print(install(int(os.environ.get(WINDOW_ENV) or 3 * HEARTBEAT_S)))
+        print(install(load_settings().zombie_window_s))
     except ValueError as exc:
         print(f"zombie shard runs: not set up: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ it answers in prose. What can go wrong, each one problem of its own line:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from caseforge.llm.config import LLMChoice, backend_for
 from caseforge.llm.types import LLMRequest, SamplingParams
@@ -99,12 +99,11 @@ def family_findings(uses: list[Use]) -> tuple[list[str], list[str]]:
 
 def endpoint_of(choice: LLMChoice) -> tuple[str, str | None]:
     """Where a choice's requests go, and how its schema is sent (openai only)."""
-    options = choice.options
+    options = choice.backend_options()
     if choice.backend == "openai":
         from caseforge.llm.backends.openai_compat import DEFAULT_BASE_URL
-        import os
 
-        url = (options.get("base_url") or os.environ.get("CASEFORGE_OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        url = options.get("base_url") or DEFAULT_BASE_URL
         return str(url).rstrip("/"), str(options.get("structured", "vllm"))
     if choice.backend == "replay":
         return f"replay file {options.get('replay_file') or '(none)'}", None
@@ -144,7 +143,7 @@ def send_probe(probe: Probe, timeout_s: float = 30.0) -> None:
     if choice.backend == "openai":
         options.update(timeout_s=min(float(options.get("timeout_s", timeout_s)), timeout_s), max_retries=1)
     try:
-        backend = backend_for(LLMChoice(choice.backend, choice.model, options, choice.step, choice.role))
+        backend = backend_for(replace(choice, options=options))
         [completion] = backend.complete_batch([probe_request()])
     except Exception as exc:            # noqa: BLE001 - the point of the check is to say why
         probe.problem = f"{probe.who()} did not answer: {type(exc).__name__}: {exc}"

@@ -16,19 +16,20 @@ model are chosen, first wins:
   6. the chosen backend's default model for the role ([llm.models.<backend>] — only llamacpp has them:
      SmolLM2 generates, Gemma 3 270M checks; `system` defaults to the generator's model).
 Options are laid over each other the same way: [llm.backends.<backend>.options], [llm.roles.<role>.options],
-[llm.steps."<step>".options], then arguments.
+[llm.steps."<step>".options], then arguments; below them all, what this machine's environment says for the
+backend (CASEFORGE_OPENAI_BASE_URL, CASEFORGE_OPENAI_API_KEY, CASEFORGE_LLAMACPP_MODEL_PATH, CASEFORGE_REPLAY_FILE:
+LLMChoice.machine). Every variable is a field of caseforge.settings.Settings; `llm_choice` reads them from the
+settings it is handed, the one place a choice is resolved.
 """
 from __future__ import annotations
 
-import fnmatch
 import logging
-import os
 import re
 import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 
-from caseforge.settings import file_tables, table
+from caseforge.settings import Settings, load_settings
+from caseforge.settings_errors import closest
 from caseforge.settings_tables import ROLES
 from caseforge.families import family_of
 from caseforge.llm.backends import REGISTRY, get_backend
@@ -49,6 +50,9 @@ class LLMChoice:
     options: dict = field(default_factory=dict)
     step: str | None = None
     role: str = "generator"
+    # this machine's own values for the backend (its endpoint, key, model file, replay file from the environment):
+    # below `options`, never part of the identity nor handed to a shard worker
+    machine: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def family(self) -> str:
@@ -56,6 +60,10 @@ class LLMChoice:
 
     def describe(self) -> str:
         return f"{self.backend}:{self.model}"
+
+    def backend_options(self) -> dict:
+        """What the backend is made with: this machine's values, then the options."""
+        return {**self.machine, **self.options}
 
     def identity(self) -> dict:
         """What of this choice changes answers: backend, model and options, without paths and keys (which
@@ -68,64 +76,52 @@ def _env_key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper()
 
 
-def _step_table(config: dict, step: str | None) -> dict:
-    if not step:
-        return {}
-    steps = config.get("steps") or {}
-    if step in steps:
-        return steps[step]
-    matches = sorted(key for key in steps if any(ch in key for ch in "*?[") and fnmatch.fnmatchcase(step, key))
-    return steps[matches[-1]] if matches else {}
-
-
-def llm_choice(step: str | None = None, role: str = "generator", backend: str | None = None,
-               model: str | None = None, config_path: str | Path | None = None, **options) -> LLMChoice:
+def llm_choice(settings: Settings, step: str | None = None, role: str = "generator", backend: str | None = None,
+               model: str | None = None, **options) -> LLMChoice:
+    """The backend, model and options that answer `step` in `role` under `settings` (the module docstring says
+    which wins): the one place a choice is resolved."""
     if role not in ROLES:
         raise ValueError(f"unknown LLM role {role!r}; roles are {', '.join(ROLES)}")
-    config = file_tables(config_path).get("llm", {})
-    step_config = _step_table(config, step)
-    role_config = (config.get("roles") or {}).get(role, {})
+    llm = settings.file.llm
+    scopes = ([_env_key(step)] if step else []) + [role.upper(), None]
+    tables = (llm.step(step), llm.roles.get(role), llm)
 
-    def pick(name: str):
-        explicit = {"backend": backend, "model": model}[name]
-        if explicit:
-            return explicit
-        for prefix in ([f"CASEFORGE_LLM_{_env_key(step)}_"] if step else []) + [f"CASEFORGE_LLM_{role.upper()}_",
-                                                                                 "CASEFORGE_LLM_"]:
-            if os.environ.get(prefix + name.upper()):
-                return os.environ[prefix + name.upper()]
-        return step_config.get(name) or role_config.get(name) or config.get(name)
+    def pick(what: str):
+        found = {"backend": backend, "model": model}[what]
+        found = found or next((v for scope in scopes if (v := settings.llm_variable(scope, what.upper()))), None)
+        return found or next((getattr(t, what) for t in tables if t is not None and getattr(t, what)), None)
 
     chosen_backend = pick("backend") or "llamacpp"
     if chosen_backend not in REGISTRY:
-        raise ValueError(f"unknown LLM backend {chosen_backend!r}; choose one of {', '.join(sorted(REGISTRY))}")
-    defaults = (config.get("models") or {}).get(chosen_backend) or {}
+        close = closest(chosen_backend, REGISTRY)
+        raise ValueError(f"unknown LLM backend {chosen_backend!r}{f'; did you mean {close}?' if close else ''}; "
+                         f"choose one of {', '.join(sorted(REGISTRY))}")
+    defaults = llm.models.get(chosen_backend) or {}
     chosen_model = pick("model") or defaults.get(role) or (defaults.get("generator") if role == "system" else None)
     if not chosen_model:
         where = f"step {step}, " if step else ""
         raise ValueError(f"no model configured for the {chosen_backend} backend ({where}role {role}): pass "
                          f"{ROLE_FLAGS[role]}, set CASEFORGE_LLM_{role.upper()}_MODEL, or [llm.roles.{role}] model "
                          f"(or [llm] model, for every role) in the settings file")
-    merged = {**((config.get("backends") or {}).get(chosen_backend, {}).get("options") or {}),
-              **(role_config.get("options") or {}), **(step_config.get("options") or {})}
-    if os.environ.get("CASEFORGE_REPLAY_FILE"):
-        merged.setdefault("replay_file", os.environ["CASEFORGE_REPLAY_FILE"])
+    own = llm.backends.get(chosen_backend)
+    merged = {**(own.options if own else {}), **(tables[1].options if tables[1] else {}), **tables[0].options}
     merged.update({k: v for k, v in options.items() if v is not None})
-    return LLMChoice(chosen_backend, chosen_model, merged, step, role)
+    return LLMChoice(chosen_backend, chosen_model, merged, step, role, _machine(settings, chosen_backend))
 
 
-def retry_failed() -> bool:
-    """Whether jobs ask again, once, what a cached failure answered ([llm] retry_failed, or
-    CASEFORGE_LLM_RETRY_FAILED=1)."""
-    if os.environ.get("CASEFORGE_LLM_RETRY_FAILED"):
-        return os.environ["CASEFORGE_LLM_RETRY_FAILED"].lower() not in ("0", "false", "no")
-    return bool(table("llm").get("retry_failed", False))
+def _machine(settings: Settings, backend: str) -> dict:
+    """This machine's values for `backend` from its environment: endpoint, key, model file, replay file."""
+    values = {"openai": {"base_url": settings.openai_base_url, "api_key": settings.openai_api_key},
+              "llamacpp": {"model_path": settings.llamacpp_model_path},
+              "replay": {"replay_file": settings.replay_file}}.get(backend, {})
+    return {name: value for name, value in values.items() if value}
 
 
-def refresh() -> bool:
-    """Whether jobs ask again what the cache already answered, keeping the replaced answers
-    (CASEFORGE_LLM_REFRESH=1, which `--refresh` sets for the command and the flows it runs)."""
-    return os.environ.get("CASEFORGE_LLM_REFRESH", "").lower() not in ("", "0", "false", "no")
+def with_endpoint(choice: LLMChoice, endpoint: str | None) -> LLMChoice:
+    """The choice, answered at `endpoint` unless it names its own (an option, or this machine's environment)."""
+    if not endpoint or "base_url" in choice.backend_options():
+        return choice
+    return replace(choice, options={**choice.options, "base_url": endpoint})
 
 
 _LOADED: dict[tuple, object] = {}
@@ -137,11 +133,11 @@ def backend_for(choice: LLMChoice):
     """The backend of a choice. A model loaded into this process (llamacpp, vllm) is loaded once and serves
     every step that uses it with the same options."""
     if choice.backend not in IN_PROCESS:
-        return _knowing(get_backend(choice.backend, choice.model, **choice.options), choice)
-    key = (choice.backend, choice.model, repr(sorted(choice.options.items())))
+        return _knowing(get_backend(choice.backend, choice.model, **choice.backend_options()), choice)
+    key = (choice.backend, choice.model, repr(sorted(choice.backend_options().items())))
     with _LOCK:
         if key not in _LOADED:
-            _LOADED[key] = _knowing(get_backend(choice.backend, choice.model, **choice.options), choice)
+            _LOADED[key] = _knowing(get_backend(choice.backend, choice.model, **choice.backend_options()), choice)
         return _LOADED[key]
 
 
@@ -155,28 +151,24 @@ def _knowing(backend, choice: LLMChoice):
     return backend
 
 
-def backend(step: str | None = None, role: str = "generator", llm: str | None = None, model: str | None = None,
-            **options):
-    """The backend that answers `step` in `role` (see the module docstring for how it is chosen)."""
-    return backend_for(llm_choice(step, role, llm, model, **options))
-
-
 class Backends:
     """The backends of one pipeline run, per step and role.
 
-    `llm` and `models` are what the command line gave (None: the settings decide); `fixed` maps a role
-    to a ready backend (test doubles), which then answers every step of that role."""
+    `settings`: the run's (default: the current ones); `llm` and `models` are what the command line gave (None:
+    the settings decide); `fixed` maps a role to a ready backend (test doubles), which then answers every step of
+    that role."""
 
     def __init__(self, llm: str | None = None, models: dict[str, str | None] | None = None,
-                 fixed: dict[str, object] | None = None, **options):
+                 fixed: dict[str, object] | None = None, settings: Settings | None = None, **options):
         self.llm, self.models, self.fixed = llm, dict(models or {}), dict(fixed or {})
+        self.settings = settings or load_settings()
         self.options = {k: v for k, v in options.items() if v is not None}
 
     def choice(self, step: str | None, role: str) -> LLMChoice:
         fixed = self.fixed.get(role)
         if fixed is not None:
             return LLMChoice(getattr(fixed, "name", "fixed"), fixed.model, {}, step, role)
-        return llm_choice(step, role, self.llm, self.models.get(role), **self.options)
+        return llm_choice(self.settings, step, role, self.llm, self.models.get(role), **self.options)
 
     def for_step(self, step: str | None, role: str):
         fixed = self.fixed.get(role)

@@ -27,8 +27,9 @@ from caseforge.llm.cache import cached_identities
 from caseforge.llm.shards import ANSWERS, Shard, answered, merge_rows, split_requests
 from caseforge.llm.types import LLMRequest
 from caseforge.outputs import check_output_path
-from caseforge.settings import load_settings, table as settings_table
-from caseforge.store import Store, StoreError, is_loopback_url, open_store
+from caseforge.settings import load_settings
+from caseforge.settings_tables import FanoutTable
+from caseforge.store import Store, StoreError, endpoint_from_environment, is_loopback_url, open_store
 from caseforge.warehouse.statements import sql_text
 
 log = logging.getLogger(__name__)
@@ -39,43 +40,11 @@ WAITING, STARTING, RUNNING, COMPLETED, FAILED = "waiting", "starting", "running"
 ENDPOINT_OPTION = "base_url"
 
 
-@dataclass(frozen=True)
-class FanoutSettings:
-    """The `[fanout]` table of the settings (caseforge/defaults.toml documents each key)."""
-
-    pool: str
-    deployment: str = "llm-shard/gpu"
-    shards: int = 4
-    min_shard_requests: int = 50
-    store: str = ""
-    store_endpoint_url: str = ""
-    poll_s: float = 2.0
-    heartbeat_s: float = 30.0
-    stale_after_s: float = 120.0
-    start_timeout_s: float = 900.0
-    no_worker_timeout_s: float = 600.0
-    shard_timeout_s: float = 21600.0
-    max_submissions: int = 3
-    check_timeout_s: float = 45.0
-
-    @classmethod
-    def from_settings(cls) -> "FanoutSettings | None":
-        """The fan-out settings in force, or None when no pool is named (every job runs in process)."""
-        table = settings_table("fanout")
-        if not str(table.get("pool") or "").strip():
-            return None
-        kinds = {"pool": str, "deployment": str, "store": str, "store_endpoint_url": str, "shards": int,
-                 "max_submissions": int, "min_shard_requests": int}
-        values = {name: kinds.get(name, float)(value) for name, value in table.items()}
-        chosen = cls(**values)
-        if chosen.shards < 1 or chosen.max_submissions < 1 or chosen.min_shard_requests < 1:
-            raise ValueError("[fanout]: shards, min_shard_requests and max_submissions must be at least 1")
-        if "/" not in chosen.deployment:
-            raise ValueError(f"[fanout] deployment must be 'flow name/deployment name', not {chosen.deployment!r}")
-        if chosen.stale_after_s < 3 * chosen.heartbeat_s:
-            raise ValueError(f"[fanout] stale_after_s = {chosen.stale_after_s:g} is less than three heartbeats "
-                             f"(heartbeat_s = {chosen.heartbeat_s:g}): a live shard would be taken for dead")
-        return chosen
+def store_endpoint(table: FanoutTable, named: str | None = None) -> str | None:
+    """The shard store's S3 endpoint on this machine, decided here for the orchestrator and its workers alike:
+    this machine's `[fanout] store_endpoint_url`, else its AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, else (a worker)
+    the endpoint the shard run names (`named`: the orchestrator's, never one on its loopback)."""
+    return table.store_endpoint_url or endpoint_from_environment() or named or None
 
 
 class ShardRuns(Protocol):
@@ -169,14 +138,15 @@ class FanoutReport:
 
 
 def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending: list[tuple[str, LLMRequest]],
-                     output_model: type[BaseModel], max_attempts: int, refresh: bool = False
-                     ) -> FanoutReport | None:
-    """Answer `pending` (identity, request) on the pool and merge the answers into ops.llm_calls.
+                     output_model: type[BaseModel], max_attempts: int, refresh: bool = False,
+                     settings: FanoutTable | None = None) -> FanoutReport | None:
+    """Answer `pending` (identity, request) on the pool and merge the answers into ops.llm_calls. `settings`: the
+    run's [fanout] (default: the current settings').
 
     None when the settings name no pool, or the backend was not chosen through the settings (a test double
     handed over directly): the caller answers in process."""
-    settings = FanoutSettings.from_settings()
-    if settings is None or not pending:
+    settings = settings or load_settings().file.fanout
+    if not settings.enabled or not pending:
         return None
     choice = getattr(backend, "choice", None)
     if choice is None:
@@ -200,13 +170,13 @@ def answer_by_fanout(con: duckdb.DuckDBPyConnection, step: str, backend, pending
     return report
 
 
-def step_store(con: duckdb.DuckDBPyConnection, settings: FanoutSettings, step: str) -> Store:
+def step_store(con: duckdb.DuckDBPyConnection, settings: FanoutTable, step: str) -> Store:
     """<store>/<database>-<hash of host and path>/<step>: one prefix per database and step, so a stopped
     job's shards are found again by the next run of the same step. The default store is the folder
     llm-shards/ next to the database (one machine)."""
     database = con.execute(sql_text("llm/database_path.sql")).fetchone()[0]
     if settings.store:
-        root = open_store(settings.store, settings.store_endpoint_url or None)
+        root = open_store(settings.store, store_endpoint(settings))
         if root.local and database:          # never inside the warehouse's own files (caseforge.outputs)
             check_output_path(root.root, load_settings(database), "the LLM shard store ([fanout] store)")
     elif database:
@@ -244,7 +214,7 @@ class _Live:
 
 
 class _FanOut:
-    def __init__(self, con, step, choice, pending, output_model, max_attempts, settings: FanoutSettings,
+    def __init__(self, con, step, choice, pending, output_model, max_attempts, settings: FanoutTable,
                  runs: ShardRuns, store: Store, refresh: bool = False):
         self.refresh = refresh          # answers replace cached ones (kept in ops.llm_call_history)
         self.con, self.step, self.choice, self.output_model = con, step, choice, output_model

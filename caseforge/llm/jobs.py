@@ -37,6 +37,7 @@ from caseforge.llm.parsing import InvalidOutput, parse_output, schema_for
 from caseforge.llm.reply_bounds import UnboundedReply, longest_reply
 from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
+from caseforge.settings import load_settings
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ def run_job(
 
     Output that can change on another attempt is retried up to `max_attempts` times (with a varied
     seed), then recorded as a failure with the raw text. Failures recorded by an earlier run count as
-    finished unless `retry_failed` (default: the settings' [llm] retry_failed). The caller decides what
+    finished unless `retry_failed` (default: the current settings' retry_failed: --retry-failed, else
+    CASEFORGE_LLM_RETRY_FAILED, else [llm] retry_failed). The caller decides what
     a failure means for its step.
 
     When the settings name a worker pool ([fanout] pool), what is not cached is answered by shard flow runs
@@ -82,15 +84,13 @@ def run_job(
     shard worker does). `on_saved(table)` is called with each batch of rows once it is in the cache (a shard
     worker copies them to the shard store as they come).
 
-    `refresh` (default: CASEFORGE_LLM_REFRESH, which `--refresh` sets) asks every request again, cached or
-    not; the new answers replace the cached ones, which are kept in ops.llm_call_history.
+    `refresh` (default: the current settings' llm_refresh: --refresh, else CASEFORGE_LLM_REFRESH) asks every
+    request again, cached or not; the new answers replace the cached ones, which are kept in
+    ops.llm_call_history.
     """
-    from caseforge.llm import config
-
-    if retry_failed is None:
-        retry_failed = config.retry_failed()
-    if refresh is None:
-        refresh = config.refresh()
+    settings = load_settings()           # the command's or the run's, made current where it started
+    retry_failed = settings.retry_failed if retry_failed is None else retry_failed
+    refresh = settings.llm_refresh if refresh is None else refresh
     keys = [r.key for r in requests]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{step}: request keys must be unique within a job")
@@ -121,7 +121,8 @@ def run_job(
         pending.append((identity, group[0]))
 
     if pending and fanout:
-        report = fan_out.answer_by_fanout(con, step, backend, pending, output_model, max_attempts, refresh)
+        report = fan_out.answer_by_fanout(con, step, backend, pending, output_model, max_attempts, refresh,
+                                          settings.file.fanout)
         if report is not None:
             _read_back(con, result, pending, by_identity, output_model, report)
             if result.failures:

@@ -6,11 +6,13 @@ answers in a database in memory, saves each batch to the store as a part the mom
 the shard's answers whole at the end. A resubmitted shard starts from the parts earlier runs saved and asks
 only the rest (answers no endpoint gave, 'unanswered', are asked again).
 
-`worker_choice` resolves what the orchestrator chose into this machine's terms: paths and keys never come
-from the orchestrator, and neither does an endpoint this machine names itself (CASEFORGE_OPENAI_BASE_URL or
-base_url in its settings file); the orchestrator never ships an endpoint on its own loopback. `worker_store`
-does the same for the store: a worker whose environment names its store (CASEFORGE_FANOUT_STORE, a kubernetes
-pool's `store` job variable) opens that one and takes from the run's parameters only the shard's place in it.
+Both take this machine's settings, read once by the shard's flow run (flows/llm_shard.py). `worker_choice` resolves
+what the orchestrator chose into this machine's terms: paths and keys never come from the orchestrator, and
+neither does an endpoint this machine names itself (CASEFORGE_OPENAI_BASE_URL or base_url in its settings file);
+the orchestrator never ships an endpoint on its own loopback. `worker_store` does the same for the store: its
+endpoint is this machine's (caseforge.llm.fanout.store_endpoint), and a worker whose settings name its store
+(CASEFORGE_FANOUT_STORE, a kubernetes pool's `store` job variable) opens that one and takes from the run's
+parameters only the shard's place in it.
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ import socket
 import uuid
 
 from caseforge.llm.cache import store_calls
-from caseforge.llm.config import LLMChoice, backend_for, llm_choice
+from caseforge.llm.config import LLMChoice, backend_for, llm_choice, with_endpoint
+from caseforge.llm.fanout import store_endpoint
 from caseforge.llm.jobs import run_job
 from caseforge.llm.shards import Shard, answered, rows_bytes, shard_output_model
 from caseforge.llm.types import JobResult
+from caseforge.settings import Settings
 from caseforge.store import Store, StoreError, open_store
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.statements import sql_text
@@ -31,8 +35,6 @@ from caseforge.warehouse.statements import sql_text
 log = logging.getLogger(__name__)
 
 ENDPOINT_OPTION = "base_url"
-ENDPOINT_ENV = "CASEFORGE_OPENAI_BASE_URL"
-STORE_ENV = "CASEFORGE_FANOUT_STORE"
 
 
 def this_worker() -> dict:
@@ -40,30 +42,31 @@ def this_worker() -> dict:
     return {"host": socket.gethostname(), "pid": os.getpid(), "ppid": os.getppid()}
 
 
-def worker_choice(step: str, role: str, backend: str | None, model: str | None, options: dict) -> LLMChoice:
+def worker_choice(settings: Settings, step: str, role: str, backend: str | None, model: str | None,
+                  options: dict) -> LLMChoice:
     """The orchestrator's choice (backend, model, options without paths and keys) on this machine: its own
-    settings and environment give paths, keys, and the endpoint when they name one."""
-    options = dict(options)
-    own = llm_choice(step=step, role=role, backend=backend, model=model)
-    if os.environ.get(ENDPOINT_ENV) or own.options.get(ENDPOINT_OPTION):
-        options.pop(ENDPOINT_OPTION, None)
-    return llm_choice(step=step, role=role, backend=backend, model=model, **options)
+    settings give paths, keys, and the endpoint when they name one; else the orchestrator's endpoint."""
+    shipped = {k: v for k, v in options.items() if k != ENDPOINT_OPTION}
+    choice = llm_choice(settings, step, role, backend, model, **shipped)
+    return with_endpoint(choice, options.get(ENDPOINT_OPTION))
 
 
-def worker_store(url: str, endpoint_url: str | None = None) -> Store:
-    """The store a shard run names (`url`: the step's prefix in the orchestrator's store), opened on this machine.
-    When this machine's environment names its store (CASEFORGE_FANOUT_STORE), that store is opened instead, and
-    `url` must lie inside it: a run never makes a worker read or write anywhere else (StoreError, one line)."""
-    named = open_store(url, endpoint_url)
-    configured = os.environ.get(STORE_ENV, "").strip()
+def worker_store(settings: Settings, url: str, endpoint_url: str | None = None) -> Store:
+    """The store a shard run names (`url`: the step's prefix in the orchestrator's store; `endpoint_url`: the
+    orchestrator's endpoint, used when this machine names none), opened on this machine. When this machine's
+    settings name its store (CASEFORGE_FANOUT_STORE), that store is opened instead, and `url` must lie inside it:
+    a run never makes a worker read or write anywhere else (StoreError, one line)."""
+    endpoint = store_endpoint(settings.file.fanout, endpoint_url)
+    named = open_store(url, endpoint)
+    configured = settings.fanout_store.strip()
     if not configured:
         return named
-    root = open_store(configured, endpoint_url)
+    root = open_store(configured, endpoint)
     inside = named.url == root.url or named.url.startswith(root.url.rstrip("/") + "/")
     if not inside or type(named.fs) is not type(root.fs):
-        raise StoreError(f"this worker answers shards of the store {root.url} ({STORE_ENV} in its environment), but "
-                         f"this shard is in {named.url}: point the orchestrator's [fanout] store and the pool's "
-                         f"store at the same place")
+        raise StoreError(f"this worker answers shards of the store {root.url} (CASEFORGE_FANOUT_STORE in its "
+                         f"environment), but this shard is in {named.url}: point the orchestrator's [fanout] store "
+                         f"and the pool's store at the same place")
     relative = named.url[len(root.url):].strip("/")
     return root.child(relative) if relative else root
 
@@ -99,10 +102,11 @@ def run_shard(step: str, backend, shard: Shard, max_attempts: int = 3, worker: d
     return shard.answers, result
 
 
-def answer_shard(step: str, store: Store, shard_name: str, backend: str | None, model: str | None, options: dict,
-                 max_attempts: int, role: str = "generator", worker: dict | None = None) -> dict:
+def answer_shard(settings: Settings, step: str, store: Store, shard_name: str, backend: str | None,
+                 model: str | None, options: dict, max_attempts: int, role: str = "generator",
+                 worker: dict | None = None) -> dict:
     """What the shard flow run does (flows/llm_shard.py): the backend this machine makes of the orchestrator's
     choice answers the shard. Returns the job's counts and where the answers are."""
-    choice = worker_choice(step, role, backend, model, options)
+    choice = worker_choice(settings, step, role, backend, model, options)
     name, result = run_shard(step, backend_for(choice), Shard(store, shard_name), max_attempts, worker)
     return {"answers": f"{store.url}/{name}", **result.counts()}

@@ -14,12 +14,6 @@ from caseforge.tasks.casefacts.dataset_gate import gate_dataset
 from caseforge.tasks.casefacts.embed import get_embedder
 
 
-def make_backends(llm: str | None = None, model: str | None = None, validator_model: str | None = None,
-                  replay_file: str | None = None) -> Backends:
-    """Backends per step: the command line's choice where given, the settings' otherwise."""
-    return Backends(llm, {"generator": model, "validator": validator_model}, replay_file=replay_file)
-
-
 def make_config(backends: Backends, limit: int | None = None, seed: int = 13,
                 embedder: str = "sentence-transformers", embedder_path: str | None = None, min_positives: int = 5,
                 allow_same_family: bool = False) -> BuildConfig:

@@ -18,8 +18,8 @@ import time
 import pandas as pd
 
 from caseforge.flows.wiring import install
-from caseforge.llm import fanout
 from caseforge.llm.config import Backends
+from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
 from caseforge.tasks.casefacts import pipeline
 from caseforge.tasks.casefacts.config import BuildConfig
@@ -62,7 +62,7 @@ def run(db: str, base_url: str, concurrency: int, claims_per_case: int = CLAIMS_
     pipeline.run_job = run_job_keeping_the_report
     started = time.monotonic()
     try:
-        if fanout.FanoutSettings.from_settings() is not None:
+        if load_settings().file.fanout.enabled:
             from prefect import flow
 
             @flow(name="fanout-probe")

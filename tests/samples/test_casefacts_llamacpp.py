@@ -10,7 +10,8 @@ from casefacts_double import load_demo_cases  # noqa: E402
 
 from caseforge.stage_report import StageReport  # noqa: E402
 from caseforge.tasks.casefacts import pipeline  # noqa: E402
-from caseforge.tasks.casefacts.build import make_backends, make_config  # noqa: E402
+from caseforge.llm.config import Backends  # noqa: E402
+from caseforge.tasks.casefacts.build import make_config  # noqa: E402
 from caseforge.tasks.casefacts.embed import HashingEmbedder  # noqa: E402
 from caseforge.warehouse.connection import connect  # noqa: E402
 
@@ -24,7 +25,7 @@ def test_two_cases_with_smollm2_via_llamacpp(samples_dir, tmp_path):
     con = connect(tmp_path / "w.duckdb")
     load_demo_cases(con, samples_dir, scratch=tmp_path)
     # The default models: SmolLM2 generates, Gemma 3 270M validates (two families).
-    backends = make_backends("llamacpp")
+    backends = Backends("llamacpp")
     config = make_config(backends, limit=2, embedder="hashing")
     assert (config.generator_model, config.validator_model) == ("smollm2-135m-instruct", "gemma-3-270m")
     report = StageReport("casefacts llamacpp")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from caseforge.settings import file_tables, table
+from caseforge.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOYMENTS = ROOT / "deployments"
@@ -36,8 +36,8 @@ def test_every_pool_prefect_yaml_names_is_created_by_setup_sh():
 def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     from caseforge.flows.llm_shard import llm_shard_flow
 
-    fanout = file_tables()["fanout"]
-    flow_name, deployment_name = fanout["deployment"].split("/")
+    fanout = load_settings().file.fanout
+    flow_name, deployment_name = fanout.deployment.split("/")
     config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
     deployment = next(d for d in config["deployments"] if d["name"] == deployment_name)
     # the flow of the worker's own installed caseforge, wherever its checkout is: no folder to pull into
@@ -46,8 +46,8 @@ def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     assert deployment["work_pool"]["name"] == "caseforge-gpu"
     job = deployment["work_pool"]["job_variables"]
     assert job["volumes"] == ["{{ $CASEFORGE_MODELS_DIR }}:/models:ro"]          # no shard folder
-    assert int(job["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]) == fanout["heartbeat_s"]
-    assert fanout["stale_after_s"] >= 3 * fanout["heartbeat_s"]
+    assert int(job["env"]["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]) == fanout.heartbeat_s
+    assert fanout.stale_after_s >= 3 * fanout.heartbeat_s
 
 
 def test_the_kubernetes_job_template_has_no_shard_volume_and_reads_the_store_credentials_from_a_secret():
@@ -63,7 +63,9 @@ def test_the_kubernetes_job_template_puts_the_store_url_into_the_pods_environmen
     filled in by Prefect's own templating (what a worker does with the pool's template and a run's variables)."""
     from prefect.utilities.templating import apply_values
 
-    from caseforge.llm.worker import STORE_ENV
+    from caseforge.settings import variables_of
+
+    [STORE_ENV] = variables_of("fanout_store")
 
     template = yaml.safe_load((DEPLOYMENTS / "gpu" / "k8s-job-template.yaml").read_text())
     variables = template["variables"]["properties"]
@@ -118,7 +120,7 @@ def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_source
 
     from caseforge.tasks.cn.api import DEFAULT_DOC_URL
 
-    urls = [*table("upstream").values(), DEFAULT_DOC_URL]
+    urls = [*load_settings().file.upstream.base_urls().values(), DEFAULT_DOC_URL]
     hosts = {urlsplit(url).hostname for url in urls}
     created = set(re.findall(r"^limit (\S+) \d+", (DEPLOYMENTS / "setup.sh").read_text(), re.M))
     assert created == {host_limit_name(host) for host in hosts}

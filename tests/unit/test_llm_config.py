@@ -1,8 +1,14 @@
 """Backend and model per role and step: arguments, environment, the settings file, the built-in defaults."""
 import pytest
 
-from caseforge.llm.config import Backends, llm_choice
-from caseforge.settings import overriding, table
+from caseforge.llm.config import Backends
+from caseforge.llm.config import llm_choice as resolve
+from caseforge.settings import load_settings, overriding
+
+
+def llm_choice(*args, **kwargs):
+    """The choice under the settings in force now (this test changes the environment and the file as it goes)."""
+    return resolve(load_settings(), *args, **kwargs)
 
 
 @pytest.fixture(autouse=True)
@@ -55,12 +61,12 @@ def test_unknown_backend_role_and_missing_model_are_clear_errors():
 
 def test_a_run_can_lay_settings_over_the_file(tmp_path):
     (tmp_path / "caseforge.toml").write_text('[nightly.builders.casefacts]\nlimit = 10\n')
-    assert table("nightly", "builders", "casefacts")["limit"] == 10
+    assert load_settings().file.nightly.builders["casefacts"]["limit"] == 10
     with overriding({"nightly": {"builders": {"casefacts": {"limit": 2}}},
                                    "llm": {"roles": {"judge": {"model": "gemma-3-270m-it"}}}}):
-        assert table("nightly", "builders", "casefacts")["limit"] == 2
+        assert load_settings().file.nightly.builders["casefacts"]["limit"] == 2
         assert llm_choice(role="judge").model == "gemma-3-270m-it"
-    assert table("nightly", "builders", "casefacts")["limit"] == 10
+    assert load_settings().file.nightly.builders["casefacts"]["limit"] == 10
 
 
 def test_a_named_settings_file_that_is_missing_is_an_error(monkeypatch, tmp_path):

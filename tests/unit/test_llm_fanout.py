@@ -14,7 +14,7 @@ from caseforge.llm.config import LLMChoice
 from caseforge.llm.shards import Shard
 from caseforge.llm.types import Completion
 from caseforge.llm.worker import run_shard
-from caseforge.settings import overriding
+from caseforge.settings import SettingsError, load_settings, overriding
 from caseforge.store import StoreError, open_store
 from caseforge.warehouse.connection import connect
 
@@ -253,7 +253,7 @@ def test_answers_a_stopped_job_left_are_merged_first(tmp_path, runs_installed):
     con = connect(tmp_path / "fanned.duckdb")
     requests = requests_for(range(10))
     with overriding({"fanout": {**FAST, "store": str(tmp_path / "shards")}}):
-        store = fanout.step_store(con, fanout.FanoutSettings.from_settings(), "echo")
+        store = fanout.step_store(con, load_settings().file.fanout, "echo")
         schema = Number.model_json_schema()
         left = Shard(store, "0ldj0b00-shard-009")           # a job that stopped after its worker finished
         left.write_requests([r.model_copy(update={"json_schema": schema}) for r in requests[:4]])
@@ -319,36 +319,37 @@ def test_when_fan_out_is_off_or_cannot_happen_the_job_runs_in_process(tmp_path, 
 
 
 def test_fanout_settings_are_checked():
-    assert fanout.FanoutSettings.from_settings() is None                 # the built-in default: no pool
-    with overriding({"fanout": {"pool": "gpu", "shards": "8"}}):
-        assert fanout.FanoutSettings.from_settings().shards == 8
-    with overriding({"fanout": {"pool": "gpu", "shard": 8}}):
-        with pytest.raises(ValueError, match=r"unknown setting \[fanout\] shard; did you mean shards\?"):
-            fanout.FanoutSettings.from_settings()
-    with overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
-        with pytest.raises(ValueError, match="flow name/deployment name"):
-            fanout.FanoutSettings.from_settings()
+    assert not load_settings().file.fanout.enabled                      # the built-in default: no pool
+    with overriding({"fanout": {"pool": "gpu", "shards": "8"}}) as settings:
+        assert settings.file.fanout.enabled and settings.file.fanout.shards == 8
+    with pytest.raises(SettingsError, match=r"unknown setting \[fanout\] shard; did you mean shards\?"):
+        with overriding({"fanout": {"pool": "gpu", "shard": 8}}):
+            pass
+    with pytest.raises(SettingsError, match="flow name/deployment name"):
+        with overriding({"fanout": {"pool": "gpu", "deployment": "llm-shard"}}):
+            pass
 
 
 def test_a_backend_chosen_through_the_settings_knows_its_choice():
     from caseforge.llm.config import backend_for, llm_choice
-    chosen = llm_choice("casefacts.factuality", "validator", "openai", "some-model", base_url="http://gpu:8000/v1",
-                        api_key="secret")
+    chosen = llm_choice(load_settings(), "casefacts.factuality", "validator", "openai", "some-model",
+                        base_url="http://gpu:8000/v1", api_key="secret")
     backend = backend_for(chosen)
     assert backend.choice == chosen
     assert backend.choice.identity()["options"] == {"base_url": "http://gpu:8000/v1"}
 
 
 def test_settings_name_the_store_and_refuse_what_cannot_work():
-    with overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
-        with pytest.raises(ValueError, match=r"unknown setting \[fanout\] shard_dir; it is now \[fanout\] store"):
-            fanout.FanoutSettings.from_settings()
-    with overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
-        with pytest.raises(ValueError, match="less than three heartbeats"):
-            fanout.FanoutSettings.from_settings()
+    with pytest.raises(SettingsError, match=r"unknown setting \[fanout\] shard_dir; it is now \[fanout\] store"):
+        with overriding({"fanout": {"pool": "gpu", "shard_dir": "/srv/shards"}}):
+            pass
+    with pytest.raises(SettingsError, match="less than three heartbeats"):
+        with overriding({"fanout": {"pool": "gpu", "heartbeat_s": 30, "stale_after_s": 60}}):
+            pass
     with overriding({"fanout": {"pool": "gpu", "store": "s3://b/p", "store_endpoint_url": "http://s3:9000"}}):
-        chosen = fanout.FanoutSettings.from_settings()
+        chosen = load_settings().file.fanout
         assert (chosen.store, chosen.store_endpoint_url) == ("s3://b/p", "http://s3:9000")
+        assert fanout.store_endpoint(chosen) == "http://s3:9000"
 
 
 def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
@@ -365,9 +366,10 @@ def test_small_jobs_get_fewer_shards(tmp_path, runs_installed):
 
 # --- the model endpoint is the worker's own (issue 37, item 5) -------------------------------------------------
 def openai_backend(base_url: str, **options):
-    from caseforge.llm.config import backend
-    return backend("echo", "generator", "openai", "double-model", base_url=base_url, structured="none",
-                   max_retries=0, concurrency=4, batch_size=4, api_key="orchestrator-secret", **options)
+    from caseforge.llm.config import backend_for, llm_choice
+    return backend_for(llm_choice(load_settings(), "echo", "generator", "openai", "double-model", base_url=base_url,
+                                  structured="none", max_retries=0, concurrency=4, batch_size=4,
+                                  api_key="orchestrator-secret", **options))
 
 
 def test_a_loopback_endpoint_or_a_key_is_never_shipped_to_a_worker():
@@ -383,13 +385,16 @@ def test_a_worker_resolves_its_endpoint_from_its_own_settings_and_environment(mo
 
     shipped = {"base_url": "http://vllm.internal:8000/v1", "max_retries": 0}
     monkeypatch.delenv("CASEFORGE_OPENAI_BASE_URL", raising=False)
-    assert worker_choice("echo", "generator", "openai", "m", shipped).options["base_url"] == shipped["base_url"]
+    choice = worker_choice(load_settings(), "echo", "generator", "openai", "m", shipped)
+    assert choice.options["base_url"] == shipped["base_url"]
     monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", "http://127.0.0.1:9999/v1")      # this machine's own server
-    choice = worker_choice("echo", "generator", "openai", "m", shipped)
+    choice = worker_choice(load_settings(), "echo", "generator", "openai", "m", shipped)
     assert "base_url" not in choice.options and choice.options["max_retries"] == 0
+    assert choice.backend_options()["base_url"] == "http://127.0.0.1:9999/v1"
     monkeypatch.delenv("CASEFORGE_OPENAI_BASE_URL")
-    with overriding({"llm": {"backends": {"openai": {"options": {"base_url": "http://gpu-7:8000/v1"}}}}}):
-        assert worker_choice("echo", "generator", "openai", "m", shipped).options["base_url"] == "http://gpu-7:8000/v1"
+    with overriding({"llm": {"backends": {"openai": {"options": {"base_url": "http://gpu-7:8000/v1"}}}}}) as settings:
+        choice = worker_choice(settings, "echo", "generator", "openai", "m", shipped)
+        assert choice.options["base_url"] == "http://gpu-7:8000/v1"
 
 
 class RealWorkerRuns(ShardRunsDouble):
@@ -406,8 +411,8 @@ class RealWorkerRuns(ShardRunsDouble):
 
         def answer() -> None:
             p = parameters
-            answer_shard(p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"], p["options"],
-                         p["max_attempts"], p["role"], {"worker": "real-worker-double"})
+            answer_shard(load_settings(), p["step"], open_store(p["store"]), p["shard"], p["backend"], p["model"],
+                         p["options"], p["max_attempts"], p["role"], {"worker": "real-worker-double"})
         self.answer_in_thread(record, answer)
         return run_id
 

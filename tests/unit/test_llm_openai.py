@@ -150,10 +150,18 @@ def test_structured_output_request_body(scripted_openai_server, db_path, style):
         assert "structured_outputs" not in body and "response_format" not in body
 
 
-def test_api_key_and_base_url_come_from_the_environment(scripted_openai_server, monkeypatch):
+def test_api_key_and_base_url_come_from_the_environment(scripted_openai_server, monkeypatch, tmp_path):
+    """Through the settings (CASEFORGE_OPENAI_BASE_URL and _API_KEY are fields of Settings): the choice carries them
+    as this machine's own values, below any option, outside its identity."""
+    from caseforge.llm.config import backend_for as chosen_backend, llm_choice
+    from caseforge.settings import load_settings
+
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CASEFORGE_OPENAI_BASE_URL", scripted_openai_server.base_url)
     monkeypatch.setenv("CASEFORGE_OPENAI_API_KEY", "sk-test")
-    backend = OpenAIBackend("double-model")
+    choice = llm_choice(load_settings(), "echo", "generator", "openai", "double-model")
+    assert choice.identity()["options"] == {} and "sk-test" not in repr(choice)
+    backend = chosen_backend(choice)
     assert backend.base_url == scripted_openai_server.base_url and backend.api_key == "sk-test"
     assert json.loads(backend.complete_batch(requests_for([2]))[0].text) == {"value": 2}
 

@@ -145,8 +145,11 @@ def test_a_worker_whose_environment_names_the_store_answers_only_shards_under_it
     the shard's place in it from the run's parameters; a shard elsewhere is refused in one line, never read."""
     from caseforge.flows.llm_shard import answer_shard
     from caseforge.llm.backends.replay import export_replay
-    from caseforge.llm.worker import STORE_ENV, worker_store
+    from caseforge.llm.worker import worker_store
+    from caseforge.settings import load_settings, variables_of
     from caseforge.store import StoreError
+
+    [STORE_ENV] = variables_of("fanout_store")
 
     recorded = connect(tmp_path / "recorded.duckdb")
     run_job(recorded, "echo", EchoBackendDouble(), requests_for(range(4)), Echoed)
@@ -156,22 +159,22 @@ def test_a_worker_whose_environment_names_the_store_answers_only_shards_under_it
     [shard] = write_request_shards(connect(db_path), requests_for(range(4)), "double-model", Echoed, 1, step_store)
 
     monkeypatch.setenv(STORE_ENV, str(tmp_path / "root"))
-    assert worker_store(step_store.url).url == step_store.url
+    assert worker_store(load_settings(), step_store.url).url == step_store.url
     counts = answer_shard.fn("echo", step_store.url, shard.name, "replay", "double-model", {}, 1)
     assert counts["llm_ok"] == 4 and shard.has_answers()
 
     elsewhere = open_store(tmp_path / "other").child("cf-1234abcd").child("echo")
     with pytest.raises(StoreError) as refused:
-        worker_store(elsewhere.url)
+        worker_store(load_settings(), elsewhere.url)
     message = str(refused.value)
     assert "\n" not in message and str(tmp_path / "root") in message and elsewhere.url in message
     assert STORE_ENV in message
     with pytest.raises(StoreError):            # a sibling whose name only starts like the worker's store
-        worker_store(str(tmp_path / "root-b" / "x"))
+        worker_store(load_settings(), str(tmp_path / "root-b" / "x"))
     monkeypatch.setenv(STORE_ENV, "s3://shards/prod")
-    assert worker_store("s3://shards/prod/cf-1/echo").url == "s3://shards/prod/cf-1/echo"
-    assert worker_store("s3a://shards/prod/cf-1/echo").url == "s3://shards/prod/cf-1/echo"
+    assert worker_store(load_settings(), "s3://shards/prod/cf-1/echo").url == "s3://shards/prod/cf-1/echo"
+    assert worker_store(load_settings(), "s3a://shards/prod/cf-1/echo").url == "s3://shards/prod/cf-1/echo"
     with pytest.raises(StoreError):
-        worker_store("s3://shards/production/cf-1/echo")
+        worker_store(load_settings(), "s3://shards/production/cf-1/echo")
     monkeypatch.setenv(STORE_ENV, "")           # empty: the run's own store, as without the variable
-    assert worker_store(elsewhere.url).url == elsewhere.url
+    assert worker_store(load_settings(), elsewhere.url).url == elsewhere.url

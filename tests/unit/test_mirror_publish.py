@@ -203,7 +203,7 @@ def test_a_publish_killed_midway_leaves_readers_on_the_previous_generation_and_t
     con.close()
     from caseforge.session import run_session
     with overriding({"mirror": {"publish": url}}):
-        with run_session(settings, "ingest", "next"):                # the next run: it publishes at its end
+        with run_session(load_settings(settings.db_path), "ingest", "next"):     # the next run publishes at its end
             pass
     con = connect(settings.db_path)
     publish = con.execute("SELECT status, counts FROM ops.runs WHERE kind = 'publish'").fetchall()
@@ -265,7 +265,8 @@ def test_a_failed_publish_fails_its_own_run_and_the_nightly_and_leaves_the_wareh
     con.close()
     url = "s3://no-such-bucket/mirror"
     with overriding({"mirror": {"publish": url, "check_timeout_s": 30}}):
-        result = run_nightly(settings, NightlyOptions(sources=[], release_dir=settings.db_path.parent / "releases"),
+        result = run_nightly(load_settings(settings.db_path),
+                             NightlyOptions(sources=[], release_dir=settings.db_path.parent / "releases"),
                              sources={}, builders={}, evaluations={}, releases={}, plots={})
     assert not result.ok
     publish = [o for o in result.outcomes if o.stage == "publish"]
@@ -285,7 +286,7 @@ def test_a_failed_publish_fails_its_own_run_and_the_nightly_and_leaves_the_wareh
     from caseforge.session import run_session
     with overriding({"mirror": {"publish": url, "check_timeout_s": 30}}):
         with pytest.raises(CommandFailed) as single:                  # a single run: exit status 1, one line
-            with run_session(settings, "ingest", "single"):
+            with run_session(load_settings(settings.db_path), "ingest", "single"):
                 pass
     assert single.value.reasons[0].startswith(f"mirror not published: store {url}"), single.value.reasons
     con = connect(settings.db_path)
@@ -347,7 +348,7 @@ def test_a_folder_store_publishes_too_but_never_into_the_warehouses_own_files(wa
     for target, expected in ((settings.parquet_dir / "pub", "failed"), (folder, "succeeded")):
         with overriding({"mirror": {"publish": str(target)}}):
             try:
-                with run_session(settings, "ingest", "folder"):
+                with run_session(load_settings(settings.db_path), "ingest", "folder"):
                     pass
             except Exception as exc:            # noqa: BLE001 - the refused folder: checked below
                 assert expected == "failed" and "refusing to write the published mirror" in str(exc), exc

@@ -282,14 +282,17 @@ def test_an_evaluation_refuses_an_output_folder_in_the_warehouses_own_files(ware
 def test_the_llm_shard_store_may_not_be_the_warehouses_own_folder(warehouse, tmp_path):
     from pathlib import Path
 
-    from caseforge.llm.fanout import FanoutSettings, step_store
+    from caseforge.llm.fanout import step_store
     from caseforge.outputs import OutputRefused
 
+    fanout = warehouse.file.fanout
     con = connect(warehouse.db_path, read_only=True)
     try:
         with pytest.raises(OutputRefused):
-            step_store(con, FanoutSettings(pool="gpu", store=str(warehouse.parquet_dir)), "casefacts.generate")
-        mine = step_store(con, FanoutSettings(pool="gpu", store=str(tmp_path / "shards")), "casefacts.generate")
+            step_store(con, fanout.model_copy(update={"pool": "gpu", "store": str(warehouse.parquet_dir)}),
+                       "casefacts.generate")
+        mine = step_store(con, fanout.model_copy(update={"pool": "gpu", "store": str(tmp_path / "shards")}),
+                          "casefacts.generate")
     finally:
         con.close()
     assert Path(mine.root).is_relative_to(tmp_path / "shards")

@@ -15,7 +15,6 @@ is constrained with llama.cpp's grammar from the request's schema: response_form
 from __future__ import annotations
 
 import atexit
-import os
 import time
 import weakref
 from pathlib import Path
@@ -61,7 +60,7 @@ def gemma3_270m_gguf_path() -> Path:
 
 
 def resolve_model_path(model: str, model_path: str | Path | None) -> Path:
-    chosen = model_path or os.environ.get("CASEFORGE_LLAMACPP_MODEL_PATH")
+    chosen = model_path            # CASEFORGE_LLAMACPP_MODEL_PATH arrives as model_path (caseforge.llm.config)
     if chosen:
         path = Path(chosen).expanduser()
     elif model.lower().endswith(".gguf"):

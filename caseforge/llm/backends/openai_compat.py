@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import email.utils
 import json
-import os
 import queue
 import random
 import ssl
@@ -125,8 +124,8 @@ class OpenAIBackend:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.model = model
-        self.base_url = (base_url or os.environ.get("CASEFORGE_OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key = api_key or os.environ.get("CASEFORGE_OPENAI_API_KEY")
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")     # CASEFORGE_OPENAI_BASE_URL: caseforge.llm.config
+        self.api_key = api_key or None
         self.concurrency = int(concurrency)
         self.timeout_s = float(timeout_s)     # per attempt: connect, send and the whole answer
         self.max_answer_bytes = int(float(max_answer_mb) * 1024 * 1024)
