@@ -116,7 +116,7 @@ def test_the_review_table_refuses_an_unknown_key_and_an_overlap_below_two(tmp_pa
     from caseforge.flows.settings_check import settings_problems
 
     config.write_text('[review]\nnightly = ["casefact"]\n')
-    assert settings_problems(nightly=False) == [
+    assert settings_problems() == [
         "settings file: [review] nightly names 'casefact', which has no review; did you mean casefacts?"]
 
 
