@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     wenshu_doc_url: str = env("", "CASEFORGE_WENSHU_DOC_URL")
 
     # --- Prefect ---
-    # Checked by caseforge.flows.local_server, which says what it expects: local | ephemeral; seconds above 0.
+    # Checked by caseforge.runtime.local_server, which says what it expects: local | ephemeral; seconds above 0.
     prefect_server: str = env("local", "CASEFORGE_PREFECT_SERVER")
     prefect_server_idle_s: str = env("", "CASEFORGE_PREFECT_SERVER_IDLE_S")
     notify_url: str = env("", "CASEFORGE_NOTIFY_URL")

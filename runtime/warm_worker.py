@@ -1,12 +1,12 @@
 """A process worker whose flow runs start warm: for GPU machines of a process pool, where a fresh process per shard
 run would import Prefect and caseforge and load the step's model again for every shard.
 
-    .venv/bin/python -m caseforge.flows.warm_worker --pool caseforge-gpu [--name gpu-1]
+    .venv/bin/python -m caseforge.runtime.warm_worker --pool caseforge-gpu [--name gpu-1]
 
 is Prefect's own process worker (`prefect worker start --pool caseforge-gpu --type process --limit 1`, run in this
 process) with one difference: beside it runs a *warm process* that has imported Prefect, caseforge's shard flow
 and its libraries, and each flow run starts there instead of in a new `python -m prefect.engine`. Prefect still
-sees one process per flow run, a small *launcher* (`python -m caseforge.flows.warm_worker launch`, a fraction of a
+sees one process per flow run, a small *launcher* (`python -m caseforge.runtime.warm_worker launch`, a fraction of a
 second) that hands the run to the warm process and stands for it: the run's output goes to the launcher's stdout
 and stderr, its exit code is the launcher's, a SIGTERM to the launcher (a cancellation) is passed on, and the
 launcher's death (SIGKILL) ends the run with the warm process, as it would end a fresh process. The warm process
@@ -97,12 +97,13 @@ PRELOAD = ("llama_cpp", "s3fs")
 
 
 def _import_for_runs(engines: tuple[str, ...]) -> None:
-    """What shard runs import, imported once: Prefect's engine, the shard flow, the backends, the engines."""
+    """What shard runs import, imported once: Prefect's engine, what the shard flow runs (caseforge.llm.worker; the
+    flow's own module, a floor above, is imported by the first run), the backends, the engines."""
     import prefect._internal.metrics  # noqa: F401
     import prefect.engine  # noqa: F401
     import prefect.flow_engine  # noqa: F401
 
-    import caseforge.flows.llm_shard  # noqa: F401
+    import caseforge.llm.worker  # noqa: F401
     import caseforge.llm.backends.llamacpp  # noqa: F401
     import caseforge.llm.backends.openai_compat  # noqa: F401
 
@@ -114,7 +115,7 @@ def _import_for_runs(engines: tuple[str, ...]) -> None:
 
 
 def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
-    """Import what flow runs need, then run them one at a time as they come (caseforge.flows.warm_worker)."""
+    """Import what flow runs need, then run them one at a time as they come (caseforge.runtime.warm_worker)."""
     import threading
     import time
 
@@ -248,7 +249,7 @@ def run_worker(pool: str, name: str | None, work_queues: list[str], preload: tup
 
     folder = tempfile.mkdtemp(prefix="caseforge-warm-")      # 0700: only this user reaches the socket
     path = os.path.join(folder, "runs.sock")
-    launcher = shlex.join([sys.executable, "-m", "caseforge.flows.warm_worker", "launch"])
+    launcher = shlex.join([sys.executable, "-m", "caseforge.runtime.warm_worker", "launch"])
 
     class WarmProcess:
         """The warm process beside the worker: started at once, and again whenever it ends (one that failed
@@ -264,7 +265,7 @@ def run_worker(pool: str, name: str | None, work_queues: list[str], preload: tup
                 started = time.monotonic()
                 if os.path.exists(path):
                     os.unlink(path)
-                self.process = subprocess.Popen([sys.executable, "-m", "caseforge.flows.warm_worker", "serve",
+                self.process = subprocess.Popen([sys.executable, "-m", "caseforge.runtime.warm_worker", "serve",
                                                  "--socket", path, *[f"--preload={m}" for m in preload]])
                 ended = self.process.wait()
                 if ended not in (0, -signal.SIGKILL):     # not after a run: it could not start, do not hurry
@@ -322,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         return launch()
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m caseforge.flows.warm_worker",
+    parser = argparse.ArgumentParser(prog="python -m caseforge.runtime.warm_worker",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", nargs="?", choices=("serve",), help=argparse.SUPPRESS)
     parser.add_argument("--socket", help=argparse.SUPPRESS)

@@ -1,4 +1,5 @@
-"""The floors and the arrows between them: core (caseforge/) ← tasks/ ← flows/ ← cli/, and no import circles.
+"""The floors and the arrows between them: core (caseforge/) ← tasks/ and runtime/ (side by side) ← flows/ ← cli/,
+and no import circles.
 
 import-linter checks the arrows (the contracts in pyproject.toml, [tool.importlinter]: the floors as layers, an
 upward import direct or indirect breaking them, and no circle at any depth); this file runs it, and proves on a
@@ -6,8 +7,9 @@ copy of the package that a planted circle and a planted upward import fail it. W
 checked here by hand: every module of every floor is imported (so a broken import fails here), and every import
 statement in its source, at module level or inside a function, is checked against the rules:
 
-- core and tasks/ import no Prefect (a Prefect run is the flows' business), and no floor imports one above it
-  directly (import-linter also sees the indirect ways);
+- core and tasks/ import no Prefect (a Prefect run is the business of the flows and of runtime/, which serves
+  and runs them), no floor imports one above it directly, and runtime/ and tasks/ not each other (import-linter
+  also sees the indirect ways);
 - nothing turns module names in strings into imports (importlib.import_module / __import__), which no import
   graph can see.
 """
@@ -26,12 +28,16 @@ import pytest
 import caseforge
 import caseforge.cli
 import caseforge.flows
+import caseforge.runtime
 import caseforge.tasks
 
-FLOORS = {"core": caseforge, "tasks": caseforge.tasks, "flows": caseforge.flows, "cli": caseforge.cli}
+FLOORS = {"core": caseforge, "tasks": caseforge.tasks, "runtime": caseforge.runtime, "flows": caseforge.flows,
+          "cli": caseforge.cli}
+ABOVE_THE_CORE = ("caseforge.tasks", "caseforge.runtime", "caseforge.flows", "caseforge.cli")
 FORBIDDEN = {                            # beside import-linter's floors (see the docstring)
-    "core": ("prefect", "caseforge.tasks", "caseforge.flows", "caseforge.cli"),
-    "tasks": ("prefect", "caseforge.flows", "caseforge.cli"),
+    "core": ("prefect", *ABOVE_THE_CORE),
+    "tasks": ("prefect", "caseforge.runtime", "caseforge.flows", "caseforge.cli"),
+    "runtime": ("caseforge.tasks", "caseforge.flows", "caseforge.cli"),
     "flows": ("caseforge.cli",),
     "cli": (),
 }
@@ -42,7 +48,7 @@ def modules_of(floor: str) -> list[str]:
     package = FLOORS[floor]
     names = [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
     if floor == "core":
-        names = [n for n in names if not n.startswith(("caseforge.tasks", "caseforge.flows", "caseforge.cli"))]
+        names = [n for n in names if not n.startswith(ABOVE_THE_CORE)]
     return [package.__name__] + sorted(n for n in names if n != ENTRY_POINT)
 
 
@@ -106,11 +112,11 @@ def test_the_rules_catch_what_they_guard(tmp_path):
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"caseforge": ROOT / "caseforge", "caseforge/cli": ROOT / "cli", "caseforge/flows": ROOT / "flows",
-           "caseforge/tasks": ROOT / "tasks"}
+           "caseforge/runtime": ROOT / "runtime", "caseforge/tasks": ROOT / "tasks"}
 
 
 def laid_out(tmp_path: Path) -> Path:
-    """The package as setup.py installs it (cli/, flows/, tasks/ as subpackages of caseforge), copied under
+    """The package as setup.py installs it (cli/, flows/, runtime/, tasks/ as subpackages of caseforge), copied under
     `tmp_path`: import-linter reads a package from the one folder it is in."""
     for name, folder in FOLDERS.items():
         shutil.copytree(folder, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -130,8 +136,8 @@ def test_the_import_contracts_hold(tmp_path):
 
 
 def test_the_import_contracts_catch_a_circle_and_an_upward_import(tmp_path):
-    """The contracts themselves: a circle planted between two core modules, and a task importing a flow, each
-    break them (with the circle and the import named)."""
+    """The contracts themselves: a circle planted between two core modules, a task importing a flow, and runtime/
+    importing a task (the two floors side by side are independent), each break them (with the circle and the import named)."""
     tree = laid_out(tmp_path)
     with (tree / "caseforge" / "atomic.py").open("a") as module:
         module.write("\nfrom caseforge import processes  # noqa: E402  (planted: processes imports nothing back yet)\n")
@@ -147,3 +153,10 @@ def test_the_import_contracts_catch_a_circle_and_an_upward_import(tmp_path):
     upward = lint_imports(tree)
     assert upward.returncode == 1 and "caseforge.tasks.oyez.parse -> caseforge.flows.registry" in upward.stdout, \
         upward.stdout[-4000:]
+
+    tree = laid_out(tmp_path / "beside")
+    with (tree / "caseforge" / "runtime" / "zombie_runs.py").open("a") as module:
+        module.write("\nfrom caseforge.tasks.oyez import parse  # noqa: E402  (planted: runtime using a task)\n")
+    beside = lint_imports(tree)
+    assert beside.returncode == 1 and "caseforge.runtime.zombie_runs -> caseforge.tasks.oyez.parse" in beside.stdout, \
+        beside.stdout[-4000:]
