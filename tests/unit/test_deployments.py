@@ -33,6 +33,14 @@ def test_every_pool_prefect_yaml_names_is_created_by_setup_sh():
     assert sorted(p.name for p in DEPLOYMENTS.rglob("*.yaml")) == ["k8s-job-template.yaml", "prefect.yaml"]
 
 
+def test_the_gpu_image_copies_every_folder_setup_py_installs():
+    """The image installs caseforge from its own copy of the checkout: a folder setup.py maps into caseforge (a new
+    floor such as runtime/) that it does not copy leaves the image without that subpackage."""
+    mapped = set(re.findall(r'"caseforge\.\w+": "(\w+)"', (ROOT / "setup.py").read_text()))
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", (DEPLOYMENTS / "gpu" / "Dockerfile").read_text(), re.M))
+    assert mapped >= {"cli", "flows", "runtime", "tasks"} and mapped | {"caseforge"} <= copied, (mapped, copied)
+
+
 def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     from caseforge.flows.llm_shard import llm_shard_flow
 
