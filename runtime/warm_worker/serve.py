@@ -64,8 +64,10 @@ def serve(path: str, preload: tuple[str, ...] = PRELOAD) -> None:
     began = time.monotonic()
     _import_for_runs(preload)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    with renamed_into_place(path) as partial:        # at `path` once listening: the worker hands runs over from then
-        listener.bind(str(partial))
+    # bound by its name in its folder: a socket's path has at most 107 bytes, and the temporary name is long
+    os.chdir(os.path.dirname(os.path.abspath(path)))
+    with renamed_into_place(os.path.abspath(path)) as partial:   # at `path` once listening: runs come from then
+        listener.bind(partial.name)
         os.chmod(partial, 0o600)
         listener.listen(1)
     print(f"caseforge warm worker: warm process {os.getpid()} ready ({time.monotonic() - began:.1f} s of imports)",

@@ -311,6 +311,7 @@ def test_a_warm_worker_runs_shard_after_shard_in_one_warm_process_and_replaces_i
         time.sleep(0.3)
     assert not shard.has_answers()
 
+    ready_warm_process(server, worker)     # its successor, after its imports: a run sooner than that is run cold
     run_id, shard = submit_shard(server, store, range(40, 60), "warm-killed")
     deadline = time.monotonic() + 120
     while (run := server.api("GET", f"/flow_runs/{run_id}").json())["state_type"] != "RUNNING":
