@@ -4,7 +4,8 @@ nightly), runtime/ → caseforge.runtime (Prefect's servers, their set-up, the w
 caseforge.tasks (sources' and benchmarks' plain steps), and caseforge/ itself is the core they all use."""
 from setuptools import find_packages, setup
 
-MAPPED = {"caseforge.cli": "cli", "caseforge.flows": "flows", "caseforge.runtime": "runtime", "caseforge.tasks": "tasks"}
+MAPPED = {"caseforge.cli": "cli", "caseforge.flows": "flows", "caseforge.runtime": "runtime",
+          "caseforge.tasks": "tasks"}
 
 packages = find_packages(include=["caseforge", "caseforge.*"])
 for name, folder in MAPPED.items():
