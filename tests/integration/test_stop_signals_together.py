@@ -9,9 +9,9 @@ its connection, then waiting for the answer. Once the process has installed its 
 in /proc says so: the moment before which a SIGTERM kills by default), it is signalled after a delay spread over
 its start-up and its wait, twice as `timeout` does: the process, then its group, the second 0 to 200 µs after the
 first (back to back, the kernel often merges the two into one delivery; spread, the second lands anywhere in the
-first one's handler: before the fix 1 try in 30 hung here, as in the issue). Every try must end
-by itself, with exit status 143 and its one line, within the grace period (caseforge.stopping.STOP_GRACE_S) plus
-what a loaded machine takes to run the exit; the tries run a few at a time."""
+first one's handler: before the fix, 1 of these 50 tries hung). Every try must end by itself, with exit status
+143 and its one line, within the grace period (caseforge.stopping.STOP_GRACE_S) plus what a loaded machine takes
+to run the exit; the tries run a few at a time."""
 from __future__ import annotations
 
 import os
