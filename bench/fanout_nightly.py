@@ -11,7 +11,7 @@ an empty folder with a HOME of its own) and a settings file naming the pool and 
     before  `prefect worker start --pool caseforge-gpu --type process --limit 1`, Prefect's default polling
             (PREFECT_WORKER_QUERY_SECONDS 10), [fanout] as at the issue's filing (min_shard_requests = 1)
     cold    the same worker polling every second, caseforge's [fanout] defaults
-    warm    README's GPU worker: `python -m caseforge.flows.warm_worker --pool caseforge-gpu`, polling every
+    warm    README's GPU worker: `python -m caseforge.runtime.warm_worker --pool caseforge-gpu`, polling every
             second, caseforge's [fanout] defaults
     warm1   the same with min_shard_requests = 1 (a small step spread over the workers)
 
@@ -188,7 +188,7 @@ class Deployment:
             env = self.env(HOME=str(folder / "home"), PREFECT_HOME=str(folder / "home" / ".prefect"),
                            PREFECT_WORKER_QUERY_SECONDS=str(query_seconds), **self.store_env(), **self.model_env)
             command = ([str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--type", "process", "--limit", "1"]
-                       if kind == "prefect" else [sys.executable, "-m", "caseforge.flows.warm_worker", "--pool", POOL])
+                       if kind == "prefect" else [sys.executable, "-m", "caseforge.runtime.warm_worker", "--pool", POOL])
             workers.append(self.background(name, [*command, "--name", name], env, folder))
         wanted = {self.names[w.pid] for w in workers}
         deadline = time.monotonic() + 300

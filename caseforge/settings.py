@@ -122,12 +122,12 @@ class Settings(BaseSettings):
     review_token: SecretStr = env(SecretStr(""), "CASEFORGE_REVIEW_TOKEN")
 
     # --- Prefect ---
-    # Checked by caseforge.flows.local_server, which says what it expects: local | ephemeral; seconds above 0.
+    # Checked by caseforge.runtime.local_server, which says what it expects: local | ephemeral; seconds above 0.
     prefect_server: str = env("local", "CASEFORGE_PREFECT_SERVER")
     prefect_server_idle_s: str = env("", "CASEFORGE_PREFECT_SERVER_IDLE_S")
     notify_url: str = env("", "CASEFORGE_NOTIFY_URL")
     notify_block: str = env("", "CASEFORGE_NOTIFY_BLOCK")
-    # Marks LLM shard runs Crashed after this long without a heartbeat (caseforge.flows.zombie_runs; at least three
+    # Marks LLM shard runs Crashed after this long without a heartbeat (caseforge.runtime.zombie_runs; at least three
     # heartbeats of 30 s).
     zombie_window_s: int = env(90, "CASEFORGE_ZOMBIE_WINDOW_S")
 

@@ -46,45 +46,52 @@ class RunStopped(KeyboardInterrupt):
 
 SIGNAL_CAUSES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
 
-_stop: StopRequest | None = None
-_stop_lock = threading.Lock()
+# The first stop request ("stop") and whether its line was printed ("said"). Signal handlers write here, and a
+# second signal's handler can run inside the first's (Python runs a handler between any two bytecodes of the main
+# thread, a handler's own included: GNU `timeout` signals a child and then its group, issue 41). So no lock guards
+# it, which the inner handler could wait on for ever while the outer holds it: dict.setdefault is one step no
+# handler can cut in two, and the first caller's value is the one kept.
+_first: dict[str, object] = {}
 _shield = threading.local()
 _exit_when_stuck = False            # the command's own process (caseforge.cli.main): leave after STOP_GRACE_S
 _leaving_hooks: tuple = ()          # what stop_on_signals was told to do before leaving
 
 
+def _request(signum: int, cancelled: bool) -> tuple[StopRequest, bool]:
+    """The stop request kept (the first one), and whether it is this call's (which then starts the grace timer of
+    a command's own process)."""
+    cause = SIGNAL_CAUSES.get(signum) or signal.Signals(signum).name
+    candidate = (StopRequest("cancelled", f"a Prefect cancellation ({cause})", 128 + signum) if cancelled
+                 else StopRequest("interrupted", cause, 128 + signum))
+    request = _first.setdefault("stop", candidate)
+    first = request is candidate
+    if first and _exit_when_stuck:
+        threading.Thread(target=_leave_when_stuck, args=(request,), daemon=True, name="caseforge stop").start()
+    return request, first
+
+
 def request_stop(signum: int, cancelled: bool = False) -> StopRequest:
     """Record that every run of this process must stop; the first request is the one kept."""
-    global _stop
-    with _stop_lock:
-        if _stop is None:
-            cause = SIGNAL_CAUSES.get(signum, signal.Signals(signum).name)
-            _stop = (StopRequest("cancelled", f"a Prefect cancellation ({cause})", 128 + signum) if cancelled
-                     else StopRequest("interrupted", cause, 128 + signum))
-            if _exit_when_stuck:
-                threading.Thread(target=_leave_when_stuck, args=(_stop,), daemon=True, name="caseforge stop").start()
-        return _stop
+    return _request(signum, cancelled)[0]
 
 
 def stop_requested() -> StopRequest | None:
-    return _stop
+    return _first.get("stop")
 
 
 def check_stop() -> None:
     """Where long work can stop (every progress step, every gated batch): raises RunStopped once the process
     was told to stop. A signal's own exception can be lost (raised inside a finaliser, Python only prints it);
     this is what still stops the run then, and what stops work in other threads than the main one."""
-    if _stop is not None:
-        raise RunStopped(_stop)
+    request = _first.get("stop")
+    if request is not None:
+        raise RunStopped(request)
 
 
 def forget_stop() -> None:
     """A new command in the same process (tests, notebooks) starts without the last one's stop."""
-    global _stop
-    with _stop_lock:
-        _stop = None
-        _STOPPED.clear()
-        _said.clear()
+    _first.clear()
+    _STOPPED.clear()
 
 
 def stop_of(exc: BaseException) -> StopRequest | None:
@@ -95,9 +102,10 @@ def stop_of(exc: BaseException) -> StopRequest | None:
         return exc.request
     signum = getattr(exc, "signal", None)
     if isinstance(exc, KeyboardInterrupt) or (type(exc).__name__ == "TerminationSignal" and isinstance(signum, int)):
-        return _stop or StopRequest("interrupted", SIGNAL_CAUSES.get(signum or signal.SIGINT, "SIGINT (Ctrl-C)"),
-                                    128 + (signum or signal.SIGINT))
-    return _stop
+        return stop_requested() or StopRequest("interrupted", SIGNAL_CAUSES.get(signum or signal.SIGINT,
+                                                                                "SIGINT (Ctrl-C)"),
+                                               128 + (signum or signal.SIGINT))
+    return stop_requested()
 
 
 @contextlib.contextmanager
@@ -118,8 +126,7 @@ def note_stop_signal(signum: int, cancelled: bool = False) -> StopRequest | None
     """What a stop signal's handler does first: every run must stop (request_stop); a second signal while
     stopping ends the command at once. Returns the request when the handler should raise now, None while a
     run's end is being written (shielded)."""
-    first = _stop is None
-    request = request_stop(signum, cancelled)
+    request, first = _request(signum, cancelled)
     if not first and _exit_when_stuck:
         _leave(request)
     return None if is_shielded() else request
@@ -174,8 +181,7 @@ def stop_quietly_while_leaving(exit_code: int) -> None:
 
 
 def _stop_while_leaving(signum: int, _frame=None) -> None:
-    first = _stop is None
-    request = request_stop(signum)
+    request, first = _request(signum, cancelled=False)
     if not first or _leaving.get("ended"):
         _leave(request)
     threading.Thread(target=_leave_after_grace, args=(request,), daemon=True, name="caseforge stop").start()
@@ -191,7 +197,7 @@ def _end_as_stopped() -> None:
     if "exit_code" not in _leaving:
         return                      # not a command's process, or a command that was not told to stop
     _leaving["ended"] = True
-    request = _stop
+    request = stop_requested()
     if request is not None and request.exit_code != _leaving["exit_code"]:
         logging.shutdown()
         _leave(request)
@@ -217,23 +223,27 @@ def _leave_when_stuck(request: StopRequest) -> None:
     _leave(request, f"; work still running after {STOP_GRACE_S:.0f} s was abandoned")
 
 
-_said = threading.Event()
-
-
 def say_stopped(request: StopRequest, note: str = "") -> None:
-    """The one line a stopped command prints (once, whoever gets there first: the command or the timer)."""
-    with _stop_lock:
-        if _said.is_set():
-            return
-        _said.set()
-    print(f"caseforge: {request.reason}{stopped_note()}{note}", file=sys.stderr, flush=True)
+    """The one line a stopped command prints (once, whoever gets there first: the command, the timer or a second
+    signal's handler)."""
+    token = object()
+    if _first.setdefault("said", token) is not token:
+        return
+    line = f"caseforge: {request.reason}{stopped_note()}{note}"
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except RuntimeError:    # a handler's print inside the main thread's own write to stderr ("reentrant call")
+        with contextlib.suppress(OSError, ValueError):
+            os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
 def _leave(request: StopRequest, note: str = "") -> None:
-    say_stopped(request, note)
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    os._exit(request.exit_code)
+    try:
+        say_stopped(request, note)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+    finally:                # whatever the line's printing met, the process leaves
+        os._exit(request.exit_code)
 
 
 _STOPPED: list[int] = []            # runs this process recorded as interrupted or cancelled
@@ -246,7 +256,8 @@ def recorded_as_stopped(run_id: int) -> None:
 
 def stopped_note() -> str:
     """"; run 7 recorded as interrupted" for the line a stopped command prints."""
-    if not _STOPPED or _stop is None:
+    request = stop_requested()
+    if not _STOPPED or request is None:
         return ""
     ids = sorted(set(_STOPPED))
-    return f"; run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} recorded as {_stop.state}"
+    return f"; run{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} recorded as {request.state}"

@@ -37,6 +37,7 @@ import fsspec
 from caseforge.atomic import write_atomically
 
 LOOPBACK_HOSTS = {"localhost", "::1", "[::1]"}
+PROBE_PREFIX = ".caseforge-check-"       # check()'s probe object (one a killed check left is harmless debris)
 
 
 class StoreError(RuntimeError):
@@ -141,7 +142,7 @@ class Store:
                 if not self.local:      # the bucket first: a write may create a bucket that was never meant
                     self.fs.ls(self.root.split("/", 1)[0])
                 if write:
-                    name = f".caseforge-check-{uuid.uuid4().hex[:12]}"
+                    name = f"{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
                     self.put(name, b"ok")
                     if self.get(name) != b"ok":
                         raise StoreError(f"store {self.describe()}: a probe object read back differently")

@@ -261,11 +261,11 @@ def flows_session():
     """Around a command's flow runs: Prefect wired into caseforge (caseforge.flows.wiring.install: artifacts,
     host slots, fan-out, progress lines on the terminal and in the run log), Prefect's terminal output without
     tracebacks (unless --debug; Prefect's run log keeps them), and the Prefect server the flows report to
-    (caseforge.flows.prefect_api: the user's PREFECT_API_URL, else the shared local server, started in the
+    (caseforge.runtime.prefect_api: the user's PREFECT_API_URL, else the shared local server, started in the
     background when none is up)."""
     import prefect.main  # noqa: F401  (Prefect sets its logging handlers up when imported)
 
-    from caseforge.flows.prefect_api import prefect_api
+    from caseforge.runtime.prefect_api import prefect_api
     from caseforge.flows.wiring import install
 
     install()

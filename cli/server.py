@@ -1,5 +1,5 @@
 """`caseforge server start|stop|status`: the local Prefect server that commands share
-(caseforge.flows.local_server). Commands start it themselves when it is not up; `start` only takes that
+(caseforge.runtime.local_server). Commands start it themselves when it is not up; `start` only takes that
 first start (migrations, several seconds) off the next command's way."""
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def _user_server() -> str | None:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    from caseforge.flows import local_server
-    from caseforge.flows.prefect_api import start_local_server
+    from caseforge.runtime import local_server
+    from caseforge.runtime.prefect_api import start_local_server
 
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         raise CommandError([f"--idle-timeout {args.idle_timeout:g}: expected seconds above 0"])
@@ -63,7 +63,7 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_stop(args: argparse.Namespace) -> int:
-    from caseforge.flows import local_server
+    from caseforge.runtime import local_server
 
     try:
         done = local_server.stop(_home(), force=args.force)
@@ -76,7 +76,7 @@ def run_stop(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from caseforge.flows import local_server
+    from caseforge.runtime import local_server
 
     state = local_server.status(_home())
     user = _user_server()

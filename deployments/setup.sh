@@ -16,17 +16,17 @@
 # it runs inside a Prefect run against this server. A host without a limit is fetched without one (Prefect
 # logs a warning). The per-process rate limit of caseforge.fetch still spaces the requests.
 #
-# Failure notifications (flows/notifications.py): with CASEFORGE_NOTIFY_URL set (a Slack or Teams webhook, any
+# Failure notifications (runtime/notifications.py): with CASEFORGE_NOTIFY_URL set (a Slack or Teams webhook, any
 # other webhook URL, or sendgrid://API_KEY:from_name@from_domain/to@domain for e-mail) or CASEFORGE_NOTIFY_BLOCK
 # (a notification block made in the UI, as <block type slug>/<name>), an automation sends one message when a run
 # of a deployment tagged notify-failures (the nightly) ends Failed, Crashed or TimedOut, naming its failed
 # stages and linking the run. With neither set, none is made, and the last line says so.
 #
-# Zombie shard runs (flows/zombie_runs.py): an automation marks an LLM shard run Crashed when its flow-run
+# Zombie shard runs (runtime/zombie_runs.py): an automation marks an LLM shard run Crashed when its flow-run
 # heartbeats stop for three heartbeats (CASEFORGE_ZOMBIE_WINDOW_S, default 90).
 #
 # PYTHON defaults to the project's .venv/bin/python (what `make setup` installs), so neither it nor prefect needs
-# to be on PATH; everything is made by that Python in one process (caseforge.flows.server_setup).
+# to be on PATH; everything is made by that Python in one process (caseforge.runtime.server_setup).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -40,7 +40,7 @@ if [ -z "$PYTHON" ] || ! "$PYTHON" -c 'import importlib.util as u, sys; sys.exit
   exit 2
 fi
 
-# What to make, collected here and made by one Python process (caseforge.flows.server_setup): each `prefect`
+# What to make, collected here and made by one Python process (caseforge.runtime.server_setup): each `prefect`
 # command would import Prefect again.
 pools=()
 limits=()
@@ -63,4 +63,4 @@ limit upstream-wenshu.court.gov.cn 1
 
 # the pools, the limits, then the automation that marks shard runs Crashed when their worker died (Prefect's
 # flow-run heartbeats) and who hears of a failed or crashed run
-"$PYTHON" -m caseforge.flows.server_setup "${pools[@]}" "${limits[@]}"
+"$PYTHON" -m caseforge.runtime.server_setup "${pools[@]}" "${limits[@]}"

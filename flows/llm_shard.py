@@ -29,7 +29,7 @@ from prefect.runtime import flow_run as current_flow_run
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Cancelled, Cancelling, Crashed
 
-from caseforge.flows.local_server import URL_ENV as LOCAL_URL_ENV
+from caseforge.runtime.local_server import URL_ENV as LOCAL_URL_ENV
 from caseforge.llm import fanout
 from caseforge.llm.worker import answer_shard as answer_on_this_machine
 from caseforge.llm.worker import worker_store

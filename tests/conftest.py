@@ -6,7 +6,7 @@ import pytest
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # A command run by a test (in-process or as a child process) uses Prefect's temporary server, which ends with it,
-# not the shared local server that outlives commands (caseforge.flows.local_server). Two opt back in, each with a
+# not the shared local server that outlives commands (caseforge.runtime.local_server). Two opt back in, each with a
 # PREFECT_HOME of its own that is stopped at the end: tests/integration/test_local_server_processes.py (one per
 # test) and the `shared_server_cli_env` fixture below (one per session); _no_local_server_left is the safety net.
 os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
@@ -43,7 +43,7 @@ def shared_server_cli_env(tmp_path_factory):
     import subprocess
     import sys
 
-    from caseforge.flows import local_server
+    from caseforge.runtime import local_server
 
     home = tmp_path_factory.mktemp("cli_prefect_home")
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", local_server.URL_ENV)}
@@ -68,7 +68,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def _no_local_server_left(session) -> None:
-    """A safety net under the tests' own clean-up: a local Prefect server (caseforge.flows.local_server) whose
+    """A safety net under the tests' own clean-up: a local Prefect server (caseforge.runtime.local_server) whose
     PREFECT_HOME is under this session's temporary folder is killed, and the session fails naming it."""
     factory = getattr(session.config, "_tmp_path_factory", None)
     proc = Path("/proc")
@@ -84,7 +84,7 @@ def _no_local_server_left(session) -> None:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
         except OSError:
             continue
-        if b"caseforge.flows.local_server" in cmdline and any(arg.startswith(base) for arg in cmdline):
+        if b"caseforge.runtime.local_server" in cmdline and any(arg.startswith(base) for arg in cmdline):
             left.append(int(entry.name))
     for pid in left:
         try:

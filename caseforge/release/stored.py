@@ -1,11 +1,13 @@
 """Releases on an object store (`s3://…`, `gs://…`): the rule of a release folder, where nothing can be renamed.
 
 A folder is swapped in by one rename; an object store has none, so a release written to a store URL U is kept
-as whole, immutable release folders and a pointer:
+as whole, immutable release folders and a pointer, generations the way caseforge.generations keeps them:
 
     U/v<version>/           one release, the same files, byte for byte, as a release folder (README.md with its
                             configs, croissant.json, release.json, data/, provenance/, MANIFEST.sha256)
-    U/current.json          {"dataset", "version", "folder", "manifest_sha256"}: the release to read
+    U/current.json          the pointer (kind "release"; its generation is the folder, its manifest the folder's
+                            MANIFEST.sha256) with {"dataset", "version", "folder", "manifest_sha256"}: the release
+                            to read
 
 A write uploads release.json first (it names the dataset, so an unfinished upload is recognisably caseforge's),
 then every other file, then MANIFEST.sha256, and only then replaces current.json (one PUT: a reader sees the old
@@ -17,6 +19,8 @@ the old pointer may still be reading it) is deleted, unfinished uploads included
 U is written only when it holds nothing, or only what this layout puts there for the same dataset: current.json
 naming it, and v*/ folders whose release.json names it and which hold nothing their manifest does not list
 (an unfinished upload has no manifest yet). Anything else is refused in one line, before anything is read.
+A current.json an earlier caseforge wrote (those four fields alone) is read as it is, until the next release
+replaces it.
 """
 from __future__ import annotations
 
@@ -29,11 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from caseforge import generations
+from caseforge.generations import POINTER, NotAPointer, Pointer  # noqa: F401  (POINTER: the name, for readers)
 from caseforge.outputs import OutputRefused
 from caseforge.release.layout import MANIFEST, METADATA
 from caseforge.store import Store, StoreError, explain, open_store
 
-POINTER = "current.json"
+KIND = "release"
+RELEASE_FIELDS = ("dataset", "version", "folder", "manifest_sha256")
+FOLDER = re.compile(r"v[A-Za-z0-9._-]+")
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs")
 
 
@@ -79,18 +87,33 @@ class StoredRelease:
         return data if isinstance(data, dict) else None
 
 
+def _upgrade(old: dict) -> dict:
+    """The current.json an earlier caseforge wrote (the release's four fields alone) in today's fields."""
+    return {**old, "kind": KIND, "generation": old["folder"], "manifest": f"{old['folder']}/{MANIFEST}",
+            "previous": None}
+
+
 def read_current(store: Store) -> dict | None:
-    """What `current.json` at `store` says (None when there is none); ValueError when it is not caseforge's."""
+    """What the pointer at `store` says, every field (None when there is none); ValueError when it is not a
+    caseforge release's."""
     try:
-        data = json.loads(store.get(POINTER))
-    except FileNotFoundError:
+        pointer = generations.read_pointer(store, KIND, _upgrade)
+    except NotAPointer as exc:
+        raise ValueError(str(exc)) from None
+    if pointer is None:
         return None
-    except ValueError:
-        raise ValueError(f"its {POINTER} is not one caseforge wrote") from None
-    if not isinstance(data, dict) or not {"dataset", "version", "folder", "manifest_sha256"} <= set(data) \
-            or not re.fullmatch(r"v[A-Za-z0-9._-]+", str(data["folder"])):
-        raise ValueError(f"its {POINTER} is not one caseforge wrote")
+    data = {**pointer.fields, "kind": pointer.kind, "generation": pointer.generation, "manifest": pointer.manifest,
+            "previous": pointer.previous}
+    if not set(RELEASE_FIELDS) <= set(data) or not FOLDER.fullmatch(str(data["folder"])) \
+            or data["generation"] != data["folder"]:
+        raise ValueError(f"its {pointer.name} is not one caseforge wrote")
     return data
+
+
+def _folder_of(name: str) -> str | None:
+    """The release folder an object belongs to (its generation), None for a name outside every folder."""
+    top, separator, _rest = name.partition("/")
+    return top if separator else None
 
 
 def _manifest_names(text: str) -> set[str] | None:
@@ -105,16 +128,16 @@ def _manifest_names(text: str) -> set[str] | None:
 
 def not_our_store_release(store: Store, dataset: str, names: list[str]) -> str | None:
     """Why the objects `names` at `store` are not a caseforge release of `dataset` in this layout (None: they are)."""
+    strangers = generations.foreign(names, lambda name: FOLDER.fullmatch(_folder_of(name) or "") is not None)
+    if strangers:
+        return f"holds {strangers[0]}, which is not part of a caseforge release"
     folders: dict[str, list[str]] = {}
     for name in names:
-        top, _, rest = name.partition("/")
-        if name == POINTER or name.startswith(".caseforge-check-"):     # a killed store check's probe: harmless
-            continue
-        if not rest or not re.fullmatch(r"v[A-Za-z0-9._-]+", top):
-            return f"holds {name}, which is not part of a caseforge release"
-        folders.setdefault(top, []).append(rest)
+        if not generations.is_pointer_or_probe(name):
+            top, _, rest = name.partition("/")
+            folders.setdefault(top, []).append(rest)
     try:
-        current = read_current(store) if POINTER in names else None
+        current = read_current(store) if any(generations.is_pointer_or_probe(n) for n in names) else None
     except ValueError as exc:
         return f"is not a caseforge release ({exc})"
     if current is not None and current["dataset"] != dataset:
@@ -153,7 +176,7 @@ def prepare_store_release(url: str, dataset: str, endpoint_url: str | None = Non
     try:
         names = store.list()
         reason = not_our_store_release(store, dataset, names) if names else None
-        current = read_current(store) if not reason and POINTER in names else None
+        current = read_current(store) if not reason and names else None
     except (StoreError, OutputRefused):
         raise
     except Exception as exc:                        # noqa: BLE001 - a store problem, in one line
@@ -179,7 +202,8 @@ def uploaded_when_done(target: StoredRelease) -> Iterator[Path]:
 
 def upload_release(target: StoredRelease, staging: Path) -> str:
     """Upload the release written in `staging` to its own folder, then point current.json at it, then delete
-    every folder but it and the previous release's. Returns the URL of the release's folder."""
+    every folder but it and the previous release's (caseforge.generations). Returns the URL of the release's
+    folder."""
     version = json.loads((staging / METADATA).read_text(encoding="utf-8"))["version"]
     manifest_sha256 = hashlib.sha256((staging / MANIFEST).read_bytes()).hexdigest()
     store, folder = target.store, release_folder_name(version)
@@ -191,12 +215,11 @@ def upload_release(target: StoredRelease, staging: Path) -> str:
             order = [METADATA] + [f for f in files if f not in (METADATA, MANIFEST)] + [MANIFEST]
             for rel in order:
                 store.put_file(f"{folder}/{rel}", staging / rel)
-            pointer = {"dataset": target.dataset, "version": version, "folder": folder,
-                       "manifest_sha256": manifest_sha256}
-            store.put(POINTER, (json.dumps(pointer, indent=2) + "\n").encode())
+            previous = target.current["folder"] if target.current else None
+            generations.write_pointer(store, Pointer(KIND, folder, f"{folder}/{MANIFEST}", previous, {
+                "dataset": target.dataset, "version": version, "folder": folder, "manifest_sha256": manifest_sha256}))
         keep = {folder} | ({target.current["folder"]} if target.current else set())
-        for name in sorted({n.split("/", 1)[0] for n in store.list() if "/" in n} - keep):
-            store.delete_all(name)
+        generations.prune(store, store.list(), keep, _folder_of)
     except (StoreError, OutputRefused):
         raise
     except Exception as exc:                        # noqa: BLE001 - a store problem, in one line

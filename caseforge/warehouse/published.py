@@ -1,12 +1,13 @@
 """The Parquet mirror published to a store ([mirror] publish: s3://…, gs://…, file://…, a folder), and found
 there again by a reader on any machine (`caseforge sql --mirror URL`).
 
-Under the store's prefix:
+Under the store's prefix, generations the way caseforge.generations keeps them:
 
-    CURRENT.json                    the pointer: which generation readers read; written last, in one PUT
+    current.json                    the pointer (kind "mirror"): which generation readers read; written last
     generations/NNNNNNNN.json       one generation: every table's objects (as MIRROR.json lists its files)
     data/<table>/<digest>.parquet   each file once, named by what it holds (its table, columns, rows' content
-                                    fingerprint and size, from the local mirror's manifest)
+                                    fingerprint and size, from the local mirror's manifest), shared by every
+                                    generation that lists it
 
 A publish uploads the files whose names are not in the store yet (so only what changed: a table the local
 mirror kept as a hard link has the same fingerprint, so the same name), then the generation's manifest, then
@@ -14,7 +15,9 @@ the pointer. A reader resolves the pointer once and reads only the objects that 
 one whole generation, the old or the new, also when a publish is killed midway; the next publish finds the
 objects the killed one uploaded and does not upload them again. Generations beyond `keep` are then pruned
 (never the one the pointer names, nor the one it named before, which a reader may still be reading) with the
-objects no kept generation lists.
+objects no kept generation lists. A mirror an earlier caseforge published (its pointer CURRENT.json, whole
+numbers for generations) is read as it is; the next publish that changes it writes current.json and deletes
+CURRENT.json.
 """
 from __future__ import annotations
 
@@ -25,15 +28,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from caseforge import generations
+from caseforge.generations import POINTER, NotAPointer, Pointer
 from caseforge.store import Store, StoreError, explain
 from caseforge.warehouse.mirror import MIRROR_MANIFEST
 from caseforge.warehouse.statements import IDENTIFIER
 
-POINTER = "CURRENT.json"
+KIND = "mirror"
 GENERATIONS = "generations/"
 DATA = "data/"
 MIN_KEEP = 2            # the pointer's generation and the one before it
 OWN_OBJECT = re.compile(r"^(generations/\d{8}\.json|data/(curated|ops)/[a-z_][a-z0-9_]*/[0-9a-f]{32}\.parquet)$")
+GENERATION_NAME = re.compile(r"^generations/(\d{8})\.json$")
 
 
 @dataclass
@@ -79,12 +85,25 @@ def _generation_name(number: int) -> str:
     return f"{GENERATIONS}{number:08d}.json"
 
 
-def read_pointer(store: Store) -> dict | None:
-    """The pointer the store holds, or None when nothing was published there yet."""
+def _generation_of(name: str) -> str | None:
+    """The generation whose manifest `name` is ("00000007"); None for a data object (shared by generations)."""
+    found = GENERATION_NAME.match(name)
+    return found.group(1) if found else None
+
+
+def _upgrade(old: dict) -> dict:
+    """The pointer an earlier caseforge wrote (CURRENT.json: generations as whole numbers) in today's fields."""
+    return {**old, "kind": KIND, "generation": f"{int(old['generation']):08d}", "manifest": str(old["manifest"]),
+            "previous": None if old.get("previous") is None else f"{int(old['previous']):08d}"}
+
+
+def read_pointer(store: Store) -> Pointer | None:
+    """The pointer the store holds, or None when nothing was published there yet. StoreError when it is not a
+    published mirror's pointer."""
     try:
-        return json.loads(store.get(POINTER))
-    except FileNotFoundError:
-        return None
+        return generations.read_pointer(store, KIND, _upgrade)
+    except NotAPointer as exc:
+        raise StoreError(f"store {store.describe()}: not a published caseforge mirror: {exc}") from None
 
 
 def publish_mirror(parquet_dir: Path, store: Store, keep: int = 3, check_timeout_s: float = 45.0) -> PublishReport:
@@ -112,10 +131,10 @@ def publish_mirror(parquet_dir: Path, store: Store, keep: int = 3, check_timeout
 
 def _publish(folder: Path, local: dict, source: dict, store: Store, keep: int) -> PublishReport:
     pointer = read_pointer(store)
-    if pointer is not None and pointer.get("source") == source:
-        return PublishReport(pointer["generation"], unchanged=True)
+    if pointer is not None and pointer.fields.get("source") == source:
+        return PublishReport(int(pointer.generation), unchanged=True)
     present = set(store.list())
-    foreign = sorted(n for n in present if n != POINTER and not OWN_OBJECT.match(n))
+    foreign = generations.foreign(present, lambda name: OWN_OBJECT.match(name) is not None)
     if foreign:
         raise StoreError(f"store {store.describe()}: holds {len(foreign)} object(s) that are not part of a "
                          f"published caseforge mirror (first: {foreign[0]}), which a publish could prune: give "
@@ -138,17 +157,16 @@ def _publish(folder: Path, local: dict, source: dict, store: Store, keep: int) -
                 report.uploaded.append(name)
             parts.append({"object": name, "rows": int(part.get("rows", 0)), "bytes": size})
         tables[table] = {"columns": entry.get("columns"), "parts": parts}
-    numbers = [int(n[len(GENERATIONS):-5]) for n in present
-               if n.startswith(GENERATIONS) and n.endswith(".json") and n[len(GENERATIONS):-5].isdigit()]
-    number = 1 + max([*numbers, int(pointer["generation"]) if pointer else 0])
+    numbers = [int(g) for g in map(_generation_of, present) if g is not None]
+    number = 1 + max([*numbers, int(pointer.generation) if pointer else 0])
     written_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    previous = int(pointer["generation"]) if pointer else None
+    previous = int(pointer.generation) if pointer else None
     manifest = {"generation": number, "written_at": written_at, "source": source, "previous": previous,
                 "tables": tables}
     store.put(_generation_name(number), (json.dumps(manifest, indent=1) + "\n").encode())
-    store.put(POINTER, (json.dumps({"generation": number, "manifest": _generation_name(number),
-                                    "written_at": written_at, "previous": previous, "source": source},
-                                   indent=1) + "\n").encode())
+    generations.write_pointer(store, Pointer(KIND, f"{number:08d}", _generation_name(number),
+                                             pointer.generation if pointer else None,
+                                             {"written_at": written_at, "source": source}))
     report.generation = number
     report.pruned = _prune(store, number, previous, keep, present | {_generation_name(number)})
     return report
@@ -157,8 +175,7 @@ def _publish(folder: Path, local: dict, source: dict, store: Store, keep: int) -
 def _prune(store: Store, current: int, previous: int | None, keep: int, present: set[str]) -> list[str]:
     """Delete generations beyond the newest `keep` (never `current` nor `previous`) and every data object no
     kept generation lists (among them what a publish killed midway uploaded and no generation took up)."""
-    numbers = sorted((int(n[len(GENERATIONS):-5]) for n in present
-                      if n.startswith(GENERATIONS) and n[len(GENERATIONS):-5].isdigit()), reverse=True)
+    numbers = sorted((int(g) for g in map(_generation_of, present) if g is not None), reverse=True)
     kept = {n for n in numbers if n <= current}
     kept = set(sorted(kept, reverse=True)[:keep]) | {current} | ({previous} if previous else set())
     listed: set[str] = set()
@@ -168,11 +185,8 @@ def _prune(store: Store, current: int, previous: int | None, keep: int, present:
         except FileNotFoundError:
             continue
         listed |= {part["object"] for entry in manifest.get("tables", {}).values() for part in entry.get("parts", [])}
-    gone = [_generation_name(n) for n in numbers if n not in kept]
-    gone += sorted(n for n in present if n.startswith(DATA) and n not in listed)
-    for name in gone:
-        store.delete(name)
-    return gone
+    return generations.prune(store, present, {f"{n:08d}" for n in kept}, _generation_of, listed,
+                             shared=lambda name: name.startswith(DATA))
 
 
 def find_published(store: Store, check_timeout_s: float = 45.0) -> PublishedMirror:
@@ -184,12 +198,12 @@ def find_published(store: Store, check_timeout_s: float = 45.0) -> PublishedMirr
         if pointer is None:
             raise StoreError(f"store {store.describe()}: no published mirror there (no {POINTER}): check the URL, "
                              "or publish one ([mirror] publish in the settings, then a run)")
-        manifest = json.loads(store.get(str(pointer["manifest"])))
+        manifest = json.loads(store.get(pointer.manifest))
     except StoreError:
         raise
     except FileNotFoundError as exc:
-        raise StoreError(f"store {store.describe()}: generation {pointer.get('generation')} that {POINTER} names "
-                         "is gone (pruned by newer publishes meanwhile): ask again") from exc
+        raise StoreError(f"store {store.describe()}: generation {int(pointer.generation)} that {pointer.name} "
+                         "names is gone (pruned by newer publishes meanwhile): ask again") from exc
     except Exception as exc:    # noqa: BLE001 - one line naming the store
         raise explain(store, exc) from exc
     files = {}

@@ -1,12 +1,15 @@
-"""Claim embeddings: sentence-transformers from a local model folder, or feature hashing (no model)."""
+"""Claim embeddings: sentence-transformers from a local model folder, or feature hashing (no model); and stage 4,
+the kept claims embedded into build.casefacts_embeddings."""
 from __future__ import annotations
 
 import hashlib
 import re
 
 import numpy as np
+import pandas as pd
 
 from caseforge.embeddings import SentenceTransformerEmbedder
+from caseforge.tasks.casefacts.context import BuildContext, load_stage
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -37,3 +40,11 @@ def get_embedder(kind: str, path: str | None = None):
     if kind == "hashing":
         return HashingEmbedder()
     raise ValueError(f"unknown embedder {kind!r}; choose sentence-transformers or hashing")
+
+
+def embed_claims(ctx: BuildContext, kept: pd.DataFrame) -> np.ndarray:
+    vectors = ctx.embedder.encode(kept["claim"].tolist()) if len(kept) else np.zeros((0, 384), np.float32)
+    frame = pd.DataFrame({"claim_id": kept["claim_id"], "model": ctx.embedder.name,
+                          "vector": [v.tolist() for v in vectors]})
+    load_stage(ctx, "embeddings", frame, "claim_id")
+    return vectors

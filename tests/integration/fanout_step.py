@@ -1,5 +1,5 @@
 """One real pipeline step for tests/integration/test_llm_fanout_prefect.py, run as its own process: CaseFacts' factuality
-check (tasks/casefacts/pipeline.py:check_factuality) over the curated Oyez cases of --db, --claims-per-case
+check (tasks/casefacts/factuality.py:check_factuality) over the curated Oyez cases of --db, --claims-per-case
 claims per case (3 by default), with the `openai` backend pointed at --base-url (a scripted server double).
 
 With the settings in $CASEFORGE_CONFIG naming a pool, this process is the orchestrator of a fan-out and runs
@@ -21,7 +21,7 @@ from caseforge.flows.wiring import install
 from caseforge.llm.config import Backends
 from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
-from caseforge.tasks.casefacts import pipeline
+from caseforge.tasks.casefacts import context, factuality
 from caseforge.tasks.casefacts.config import BuildConfig
 from caseforge.warehouse.connection import connect
 
@@ -48,18 +48,18 @@ def run(db: str, base_url: str, concurrency: int, claims_per_case: int = CLAIMS_
     con = connect(db)
     backends = Backends(llm="openai", models={"validator": "double-validator"}, base_url=base_url,
                         concurrency=concurrency, batch_size=batch_size, structured="none", max_retries=2)
-    ctx = pipeline.BuildContext(con, None, StageReport("casefacts-factuality"), BuildConfig(), backends)
+    ctx = context.BuildContext(con, None, StageReport("casefacts-factuality"), BuildConfig(), backends)
     ctx.load_cases()
     generated = claims_for(ctx.cases, claims_per_case)
 
     reports = []
-    run_job = pipeline.run_job
+    run_job = context.run_job
 
     def run_job_keeping_the_report(*a, **kw):
         result = run_job(*a, **kw)
         reports.append(result.fanout)
         return result
-    pipeline.run_job = run_job_keeping_the_report
+    context.run_job = run_job_keeping_the_report
     started = time.monotonic()
     try:
         if load_settings().file.fanout.enabled:
@@ -67,12 +67,12 @@ def run(db: str, base_url: str, concurrency: int, claims_per_case: int = CLAIMS_
 
             @flow(name="fanout-probe")
             def probe():
-                return pipeline.check_factuality(ctx, generated)
+                return factuality.check_factuality(ctx, generated)
             probe()
         else:
-            pipeline.check_factuality(ctx, generated)
+            factuality.check_factuality(ctx, generated)
     finally:
-        pipeline.run_job = run_job
+        context.run_job = run_job
     seconds = time.monotonic() - started
 
     rows = con.execute("SELECT claim_id, case_id, supported, status, reason, model FROM build.casefacts_factuality "

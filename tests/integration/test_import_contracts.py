@@ -20,8 +20,8 @@ DOCUMENTED = re.search(r"from the root of a clone, after `make setup`:\n\n```bas
 
 def clone_root(tmp_path: Path) -> Path:
     """What a fresh clone holds that lint-imports reads: pyproject.toml and the package's folders, caseforge/'s links
-    to cli/, flows/ and tasks/ copied as the links they are; and the .venv `make setup` makes (this one's)."""
-    for name in ("caseforge", "cli", "flows", "tasks"):
+    to cli/, flows/, runtime/ and tasks/ copied as the links they are; and the .venv `make setup` makes (this one's)."""
+    for name in ("caseforge", "cli", "flows", "runtime", "tasks"):
         shutil.copytree(ROOT / name, tmp_path / name, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
@@ -61,6 +61,11 @@ def test_an_import_against_the_floors_breaks_them(tmp_path):
     core = lint_imports(root)
     assert core.returncode == 1 and "caseforge.settings_tables -> caseforge.warehouse.statements" in core.stdout, \
         core.stdout[-4000:]
+    root = clone_root(tmp_path / "beside")
+    plant(root, "runtime/zombie_runs.py", "from caseforge.tasks.oyez import parse")
+    beside = lint_imports(root)                 # runtime/ and tasks/ stand side by side: neither imports the other
+    assert beside.returncode == 1 and "caseforge.runtime.zombie_runs -> caseforge.tasks.oyez.parse" in beside.stdout, \
+        beside.stdout[-4000:]
     root = clone_root(tmp_path / "siblings")
     plant(root, "caseforge/release/__init__.py", "from caseforge.llm import types")
     siblings = lint_imports(root)               # release and llm share a floor whose modules import none of each other

@@ -4,7 +4,7 @@ server`, a real S3-compatible server (SeaweedFS, tests/s3_server.py), deployment
 pool standing in for the GPU pool with the llm-shard deployment from deployments/prefect.yaml, two process
 workers each started in an empty folder of its own with a HOME of its own (no settings file, no project
 folder: only the API URL, the store's credentials and its own model endpoint), one `prefect worker start`, one
-the warm worker README recommends (caseforge.flows.warm_worker), and a real pipeline step
+the warm worker README recommends (caseforge.runtime.warm_worker), and a real pipeline step
 (CaseFacts' factuality check, over 200 claims in 4 shards through s3://) whose `openai` backend talks to a
 scripted server double (a named test double: the point is the data plane).
 
@@ -121,7 +121,7 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
                  queues: tuple[str, ...] = ("default",)) -> subprocess.Popen:
     """A process worker in an empty folder with a HOME of its own: it gets the API URL, the store's
     credentials and its model endpoint, nothing of the orchestrator's (no CASEFORGE_* settings, no project
-    folder as its working directory). `warm`: README's GPU worker, caseforge.flows.warm_worker."""
+    folder as its working directory). `warm`: README's GPU worker, caseforge.runtime.warm_worker."""
     for folder in (home / "home", home / "tmp"):
         folder.mkdir(parents=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home / "home"), "TMPDIR": str(home / "tmp"),
@@ -130,7 +130,7 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_WORKER_QUERY_SECONDS": "1",
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
     log = (server.home / f"{name}.log").open("w")
-    command = ([sys.executable, "-m", "caseforge.flows.warm_worker"] if warm else
+    command = ([sys.executable, "-m", "caseforge.runtime.warm_worker"] if warm else
                [sys.executable, "-m", "prefect", "worker", "start", "--type", "process", "--limit", "1"])
     process = subprocess.Popen([*command, "--pool", POOL, "--name", name, *(f"--work-queue={q}" for q in queues)],
                                cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -214,7 +214,7 @@ def test_a_shard_run_that_crashes_shows_its_workers_reason_to_the_orchestrator(g
     assert "No module named 'caseforge.flows.not_installed_here'" in message, message
 
 
-# --- warm starts (caseforge.flows.warm_worker) ---------------------------------------------------------------------
+# --- warm starts (caseforge.runtime.warm_worker) ---------------------------------------------------------------------
 def submit_shard(server, store_folder: Path, numbers: range, name: str) -> tuple[str, "object"]:
     """A shard of echo requests written to a folder store, submitted as a run of llm-shard/warm."""
     sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))
@@ -311,6 +311,7 @@ def test_a_warm_worker_runs_shard_after_shard_in_one_warm_process_and_replaces_i
         time.sleep(0.3)
     assert not shard.has_answers()
 
+    ready_warm_process(server, worker)     # its successor, after its imports: a run sooner than that is run cold
     run_id, shard = submit_shard(server, store, range(40, 60), "warm-killed")
     deadline = time.monotonic() + 120
     while (run := server.api("GET", f"/flow_runs/{run_id}").json())["state_type"] != "RUNNING":

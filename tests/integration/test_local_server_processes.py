@@ -1,4 +1,4 @@
-"""The local Prefect server that commands share (caseforge.flows.local_server), with real `caseforge`
+"""The local Prefect server that commands share (caseforge.runtime.local_server), with real `caseforge`
 processes, each test in its own PREFECT_HOME:
 
 - two consecutive commands run their flows on one server (same pid, same API URL), which keeps both runs;
@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from caseforge import processes
-from caseforge.flows import local_server
+from caseforge.runtime import local_server
 
 pytestmark = pytest.mark.slow
 SAMPLE = "1789_1850.10us87.json"

@@ -187,7 +187,7 @@ def test_nightly_twice_on_samples(samples_subset, tmp_path, s3_env, monkeypatch)
     written = sorted(name for name in republished if published.get(name) != republished[name])
     uploaded = [name for name in written if name.startswith("data/")]
     assert uploaded and all(name.startswith("data/ops/") for name in uploaded), written   # only tonight's run records
-    assert sorted(set(written) - set(uploaded)) == ["CURRENT.json", "generations/00000002.json"], written
+    assert sorted(set(written) - set(uploaded)) == ["current.json", "generations/00000002.json"], written
 
     # forcing the builders and the release: the LLM cache answers everything, the writer gives the same bytes
     forced = nightly_runner.run_nightly(settings, nightly_runner.NightlyOptions(

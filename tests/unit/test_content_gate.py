@@ -119,7 +119,7 @@ def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(d
     the previous build's 9 claims, and the factuality check was asked about them."""
     from caseforge.stage_report import StageReport
     from caseforge.tasks.casefacts.config import BuildConfig
-    from caseforge.tasks.casefacts.pipeline import BuildContext, _load
+    from caseforge.tasks.casefacts.context import BuildContext, load_stage
 
     con = connect(db_path)
     ctx = BuildContext(con, 1, StageReport("build casefacts"), BuildConfig(), backends={})
@@ -128,8 +128,8 @@ def test_a_stage_whose_every_row_is_quarantined_holds_no_row_of_the_last_build(d
         return pd.DataFrame({"claim_id": [f"c{i}" for i in range(len(claims))], "case_id": 1,
                              "claim_index": range(len(claims)), "claim": claims, "model": "m"})
 
-    assert len(_load(ctx, "generated", generated(GOOD_CLAIMS), "claim_id")) == 2
-    assert len(_load(ctx, "generated", generated(GENERATED_CLAIMS[:2]), "claim_id")) == 0
+    assert len(load_stage(ctx, "generated", generated(GOOD_CLAIMS), "claim_id")) == 2
+    assert len(load_stage(ctx, "generated", generated(GENERATED_CLAIMS[:2]), "claim_id")) == 0
     assert con.execute("SELECT count(*) FROM build.casefacts_generated").fetchone() == (0,)
 
 

@@ -33,6 +33,14 @@ def test_every_pool_prefect_yaml_names_is_created_by_setup_sh():
     assert sorted(p.name for p in DEPLOYMENTS.rglob("*.yaml")) == ["k8s-job-template.yaml", "prefect.yaml"]
 
 
+def test_the_gpu_image_copies_every_folder_setup_py_installs():
+    """The image installs caseforge from its own copy of the checkout: a folder setup.py maps into caseforge (a new
+    floor such as runtime/) that it does not copy leaves the image without that subpackage."""
+    mapped = set(re.findall(r'"caseforge\.\w+": "(\w+)"', (ROOT / "setup.py").read_text()))
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", (DEPLOYMENTS / "gpu" / "Dockerfile").read_text(), re.M))
+    assert mapped >= {"cli", "flows", "runtime", "tasks"} and mapped | {"caseforge"} <= copied, (mapped, copied)
+
+
 def test_the_fanout_default_deployment_is_the_llm_shard_flow_on_the_gpu_pool():
     from caseforge.flows.llm_shard import llm_shard_flow
 
@@ -89,7 +97,7 @@ def test_the_kubernetes_job_template_puts_the_store_url_into_the_pods_environmen
 
 
 def test_setup_sh_gives_the_kubernetes_pool_the_store_of_its_environment(monkeypatch):
-    from caseforge.flows.server_setup import base_job_template
+    from caseforge.runtime.server_setup import base_job_template
 
     path = str(DEPLOYMENTS / "gpu" / "k8s-job-template.yaml")
     monkeypatch.delenv("CASEFORGE_FANOUT_STORE", raising=False)
@@ -99,7 +107,7 @@ def test_setup_sh_gives_the_kubernetes_pool_the_store_of_its_environment(monkeyp
     assert template["variables"]["properties"]["store"]["default"] == "s3://caseforge-shards/prod"
     assert template["job_configuration"] == yaml.safe_load(open(path))["job_configuration"]
     setup = (DEPLOYMENTS / "setup.sh").read_text()
-    assert 'gpu_template="$HERE/gpu/k8s-job-template.yaml"' in setup and "caseforge.flows.server_setup" in setup
+    assert 'gpu_template="$HERE/gpu/k8s-job-template.yaml"' in setup and "caseforge.runtime.server_setup" in setup
 
 
 def test_the_workers_extra_is_pinned_on_top_of_the_lock():
@@ -127,16 +135,16 @@ def test_setup_sh_creates_a_concurrency_limit_for_every_upstream_host_the_source
 
 
 def test_the_scheduled_nightly_is_tagged_for_the_failure_notification_setup_sh_makes():
-    from caseforge.flows import notifications
+    from caseforge.runtime import notifications
 
     config = yaml.safe_load((DEPLOYMENTS / "prefect.yaml").read_text())
     tagged = {d["name"] for d in config["deployments"] if notifications.NOTIFY_TAG in d.get("tags", [])}
     assert tagged == {"nightly", "oyez-nightly"}
-    assert "\n\"$PYTHON\" -m caseforge.flows.server_setup " in (DEPLOYMENTS / "setup.sh").read_text()
+    assert "\n\"$PYTHON\" -m caseforge.runtime.server_setup " in (DEPLOYMENTS / "setup.sh").read_text()
 
 
 def test_setup_sh_makes_the_zombie_automation_and_then_the_notifications(monkeypatch):
-    from caseforge.flows import notifications, server_setup, zombie_runs
+    from caseforge.runtime import notifications, server_setup, zombie_runs
 
     made = []
     monkeypatch.setattr(zombie_runs, "main", lambda argv: made.append("zombie") or 0)
@@ -151,7 +159,7 @@ def test_the_notification_url_chooses_the_block():
     from prefect.blocks.notifications import (CustomWebhookNotificationBlock, MicrosoftTeamsWebhook, SendgridEmail,
                                               SlackWebhook)
 
-    from caseforge.flows.notifications import notification_block
+    from caseforge.runtime.notifications import notification_block
 
     slack, said = notification_block("https://hooks.slack.com/services/T000/B000/XXXX")
     assert isinstance(slack, SlackWebhook) and slack.notify_type == "failure" and "XXXX" not in said
@@ -170,7 +178,7 @@ def test_the_notification_url_chooses_the_block():
 
 
 def test_without_a_notification_url_none_is_made_and_it_says_so(monkeypatch, capsys):
-    from caseforge.flows import notifications
+    from caseforge.runtime import notifications
 
     monkeypatch.delenv(notifications.NOTIFY_URL_ENV, raising=False)
     monkeypatch.delenv(notifications.NOTIFY_BLOCK_ENV, raising=False)

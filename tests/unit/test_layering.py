@@ -1,4 +1,5 @@
-"""The floors and the arrows between them: core (caseforge/) ← tasks/ ← flows/ ← cli/, and no import circles.
+"""The floors and the arrows between them: core (caseforge/) ← tasks/ and runtime/ (side by side) ← flows/ ← cli/,
+and no import circles.
 
 import-linter checks the arrows (the contracts in pyproject.toml, [tool.importlinter]: the floors and the core's
 own floors as layers, an upward import direct or indirect breaking them, and no circle at any depth);
@@ -7,8 +8,9 @@ planted circle fail it. What import-linter cannot say is checked here by hand: e
 imported (so a broken import fails here), and every import statement in its source, at module level or inside a
 function, is checked against the rules:
 
-- core and tasks/ import no Prefect (a Prefect run is the flows' business), and no floor imports one above it
-  directly (import-linter also sees the indirect ways);
+- core and tasks/ import no Prefect (a Prefect run is the business of the flows and of runtime/, which serves
+  and runs them), no floor imports one above it directly, and runtime/ and tasks/ not each other (import-linter
+  also sees the indirect ways);
 - nothing turns module names in strings into imports (importlib.import_module / __import__), which no import
   graph can see.
 """
@@ -24,12 +26,16 @@ import pytest
 import caseforge
 import caseforge.cli
 import caseforge.flows
+import caseforge.runtime
 import caseforge.tasks
 
-FLOORS = {"core": caseforge, "tasks": caseforge.tasks, "flows": caseforge.flows, "cli": caseforge.cli}
+FLOORS = {"core": caseforge, "tasks": caseforge.tasks, "runtime": caseforge.runtime, "flows": caseforge.flows,
+          "cli": caseforge.cli}
+ABOVE_THE_CORE = ("caseforge.tasks", "caseforge.runtime", "caseforge.flows", "caseforge.cli")
 FORBIDDEN = {                            # beside import-linter's floors (see the docstring)
-    "core": ("prefect", "caseforge.tasks", "caseforge.flows", "caseforge.cli"),
-    "tasks": ("prefect", "caseforge.flows", "caseforge.cli"),
+    "core": ("prefect", *ABOVE_THE_CORE),
+    "tasks": ("prefect", "caseforge.runtime", "caseforge.flows", "caseforge.cli"),
+    "runtime": ("caseforge.tasks", "caseforge.flows", "caseforge.cli"),
     "flows": ("caseforge.cli",),
     "cli": (),
 }
@@ -38,15 +44,9 @@ ENTRY_POINT = "caseforge.__main__"       # `python -m caseforge` starts the comm
 
 def modules_of(floor: str) -> list[str]:
     package = FLOORS[floor]
-    upper = {FLOORS[name].__name__ for name in FLOORS if name != "core"}      # linked into caseforge/: not the core
-    names = []
-    for found in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        if found.name in upper:
-            continue
-        names.append(found.name)
-        if found.ispkg:
-            inner = importlib.import_module(found.name)
-            names += [m.name for m in pkgutil.walk_packages(inner.__path__, found.name + ".")]
+    names = [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    if floor == "core":
+        names = [n for n in names if not n.startswith(ABOVE_THE_CORE)]
     return [package.__name__] + sorted(n for n in names if n != ENTRY_POINT)
 
 
@@ -104,3 +104,4 @@ def test_the_rules_catch_what_they_guard(tmp_path):
     relative = tmp_path / "rel.py"
     relative.write_text("from ..flows import registry\n")
     assert "caseforge.flows.registry" in imported_names(relative, "caseforge.tasks.rel")
+

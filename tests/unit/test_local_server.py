@@ -1,6 +1,6 @@
-"""The local Prefect server's bookkeeping (caseforge.flows.local_server) without starting a server: what a
+"""The local Prefect server's bookkeeping (caseforge.runtime.local_server) without starting a server: what a
 command does with the state file it finds, stale state, leases, settings; and which server a command's
-flows report to (caseforge.flows.prefect_api.prefect_api)."""
+flows report to (caseforge.runtime.prefect_api.prefect_api)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from caseforge.flows import local_server, prefect_api
-from caseforge.flows.local_server import Paths, decide
+from caseforge.runtime import local_server, prefect_api
+from caseforge.runtime.local_server import Paths, decide
 
 IDENTITY = {"prefect_version": "3.8.8", "database": "abc"}
 
@@ -70,7 +70,7 @@ def test_a_lease_marks_the_server_in_use_until_released(tmp_path):
 def test_a_killed_lease_holder_frees_the_server(tmp_path):
     """The kernel drops the lock of a process however it ends: a killed command keeps nothing in use."""
     paths = Paths.of(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom caseforge.flows.local_server import "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom caseforge.runtime.local_server import "
                                "Lease, Paths\nLease(Paths.of(sys.argv[1]))\nprint('held', flush=True)\ntime.sleep(60)",
                                str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:

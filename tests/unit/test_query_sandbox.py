@@ -178,7 +178,7 @@ def test_no_object_of_the_bucket_can_be_read_by_url(query, bucket, reader, targe
     url = {"other prefix": f"s3://{bucket['bucket']}/other/x.parquet",
            "secret": f"s3://{bucket['bucket']}/other/secret.csv",
            "published object": f"{bucket['url']}/{name}",
-           "pointer": f"{bucket['url']}/CURRENT.json",
+           "pointer": f"{bucket['url']}/current.json",
            "whole bucket": f"s3://{bucket['bucket']}/**",
            "over http": f"{bucket['endpoint']}/{bucket['bucket']}/other/secret.csv"}[target]
     message = refused(query, reader.format(url=url))

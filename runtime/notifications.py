@@ -4,7 +4,7 @@ names the flow, the deployment and the run, carries the run's state message (the
 stages: "nightly 7: 3 stage(s) failed (source guides, source hudoc, source oyez), ...") and links the run in
 the UI.
 
-deployments/setup.sh runs `python -m caseforge.flows.notifications` against PREFECT_API_URL. Where the message
+deployments/setup.sh runs `python -m caseforge.runtime.notifications` against PREFECT_API_URL. Where the message
 goes comes from the environment:
 
 - CASEFORGE_NOTIFY_URL: a Slack incoming webhook (https://hooks.slack.com/services/...), a Microsoft Teams
@@ -128,7 +128,7 @@ def install(url: str | None, block_slug: str | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m caseforge.flows.notifications", description=__doc__.split("\n\n")[0],
+    argparse.ArgumentParser(prog="python -m caseforge.runtime.notifications", description=__doc__.split("\n\n")[0],
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     settings = load_settings()
     url, block_slug = settings.notify_url.strip(), settings.notify_block.strip()

@@ -1,7 +1,7 @@
 """A watchdog that stops Prefect's temporary server when the caseforge process that started it is gone, however
 it ended (SIGKILL included): Prefect stops that server from an atexit hook, which a killed process never runs.
 
-`watch(pid)` starts it (`python -m caseforge.flows.server_watchdog PIPE PIDFD PID`) holding the read end of a
+`watch(pid)` starts it (`python -m caseforge.runtime.server_watchdog PIPE PIDFD PID`) holding the read end of a
 pipe whose only write end stays with this process; the kernel closes that end when the process ends, and the
 watchdog then stops the server (SIGTERM, SIGKILL after 10 s). It leaves earlier if the server ends first (its
 pidfd turns readable; on a kernel without pidfds it polls the pid). It imports almost nothing: a bare

@@ -11,7 +11,7 @@ does not retry Crashed runs). It watches the heartbeats itself too ([fanout] sta
 automation still loses no shard; the automation is what shows the run as Crashed in the UI at once.
 Run again, it updates the automation.
 
-    python -m caseforge.flows.zombie_runs          # what deployments/setup.sh runs
+    python -m caseforge.runtime.zombie_runs          # what deployments/setup.sh runs
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def zombie_automation(window_s: int):
     return Automation(
         name=AUTOMATION_NAME,
         description=f"Marks an LLM shard run (tag {SHARD_TAG}) Crashed when no heartbeat follows its last one within "
-                    f"{window_s} s; made by deployments/setup.sh (caseforge.flows.zombie_runs)",
+                    f"{window_s} s; made by deployments/setup.sh (caseforge.runtime.zombie_runs)",
         trigger=EventTrigger(
             after={"prefect.flow-run.heartbeat"},
             expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
@@ -48,7 +48,7 @@ def zombie_automation(window_s: int):
 
 
 def install(window_s: int) -> str:
-    from caseforge.flows.notifications import save_automation
+    from caseforge.runtime.notifications import save_automation
 
     if window_s < 3 * HEARTBEAT_S:
         raise ValueError(f"a window of {window_s} s is less than three heartbeats ({3 * HEARTBEAT_S} s): live shard "
@@ -59,7 +59,7 @@ def install(window_s: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m caseforge.flows.zombie_runs", description=__doc__.split("\n\n")[0]
+    argparse.ArgumentParser(prog="python -m caseforge.runtime.zombie_runs", description=__doc__.split("\n\n")[0]
                             ).parse_args(argv)
     try:
         print(install(load_settings().zombie_window_s))

@@ -1,9 +1,9 @@
 """What deployments/setup.sh does to a Prefect server, in one process (each `prefect` command would import Prefect
 again: fourteen of them took most of a minute): work pools, global concurrency limits, the automation that marks
-zombie shard runs Crashed (caseforge.flows.zombie_runs) and failure notifications (caseforge.flows.notifications).
+zombie shard runs Crashed (caseforge.runtime.zombie_runs) and failure notifications (caseforge.runtime.notifications).
 Idempotent: a pool or a limit that exists is left as it is; the automations are created or updated.
 
-    python -m caseforge.flows.server_setup --pool caseforge-cpu=process \\
+    python -m caseforge.runtime.server_setup --pool caseforge-cpu=process \\
         --pool caseforge-gpu=kubernetes:deployments/gpu/k8s-job-template.yaml --limit upstream-api.oyez.org=1
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from caseforge.flows import notifications, zombie_runs
+from caseforge.runtime import notifications, zombie_runs
 
 
 def make_pool(client, name: str, kind: str, template_path: str | None) -> str:
@@ -69,7 +69,7 @@ def make_limit(client, name: str, limit: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m caseforge.flows.server_setup",
+    parser = argparse.ArgumentParser(prog="python -m caseforge.runtime.server_setup",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", action="append", default=[], metavar="NAME=TYPE[:TEMPLATE.json|.yaml]")
     parser.add_argument("--limit", action="append", default=[], metavar="NAME=LIMIT")

@@ -15,7 +15,7 @@ $PREFECT_HOME/caseforge-server/:
                 server stops itself once it could take an exclusive lock for the whole idle timeout
 - server.log    the server's output
 
-The server is one process (`python -m caseforge.flows.local_server serve HOME IDLE IDENTITY`): Prefect's
+The server is one process (`python -m caseforge.runtime.local_server serve HOME IDLE IDENTITY`): Prefect's
 API app under uvicorn, on a loopback port the process bound itself (no port race), with the settings of
 Prefect's temporary server (no UI, the services a temporary server runs), plus a thread that watches the
 leases. Killing it kills everything it started. A state file whose process is gone is stale and replaced;
@@ -51,7 +51,7 @@ IDLE_ENV = "CASEFORGE_PREFECT_SERVER_IDLE_S"
 URL_ENV = "CASEFORGE_PREFECT_LOCAL_URL"        # set beside PREFECT_API_URL while a command uses the local server
 DEFAULT_IDLE_S = 900
 MODES = ("local", "ephemeral")
-MARKER = "caseforge.flows.local_server"        # in the server process's command line
+MARKER = "caseforge.runtime.local_server"        # in the server process's command line
 # What Prefect's temporary server runs with (prefect.server.api.server.SubprocessASGIServer): no UI, and
 # only the services a temporary server runs.
 SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}

@@ -1,6 +1,6 @@
 """Which Prefect server a command's flows report to (`prefect_api`): the user's PREFECT_API_URL, else the local
-server commands share (caseforge.flows.local_server), else Prefect's temporary server for this process, which a
-watchdog (caseforge.flows.server_watchdog) stops however the process ends."""
+server commands share (caseforge.runtime.local_server), else Prefect's temporary server for this process, which a
+watchdog (caseforge.runtime.server_watchdog) stops however the process ends."""
 from __future__ import annotations
 
 import contextlib
@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from caseforge.flows import local_server, server_watchdog
+from caseforge.runtime import local_server, server_watchdog
 
 _GUARDED: dict[int, int] = {}      # server pid -> the write end of its watchdog's pipe (kept open until exit)
 
@@ -19,7 +19,7 @@ def guard_ephemeral_server() -> None:
 
     Prefect 3.8.8 (prefect.server.api.server.SubprocessASGIServer) starts it as a child `uvicorn`
     process and stops it from an atexit hook, which never runs when the process is killed: each killed
-    command left a server (about 200 MB) behind; caseforge.flows.server_watchdog stops it instead. With
+    command left a server (about 200 MB) behind; caseforge.runtime.server_watchdog stops it instead. With
     PREFECT_API_URL set there is no temporary server and nothing to do."""
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL
@@ -49,7 +49,7 @@ def _identity() -> tuple[dict, str]:
 
 
 def start_local_server(idle_s: float | None = None) -> tuple[dict, str]:
-    """The local Prefect server of this PREFECT_HOME (caseforge.flows.local_server), started in the background
+    """The local Prefect server of this PREFECT_HOME (caseforge.runtime.local_server), started in the background
     if none is up: (its state, "reused" / "started" / "replaced stale" / "replaced unhealthy")."""
     from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
 
@@ -84,7 +84,7 @@ def prefect_api():
     - PREFECT_API_URL set by the user: that server, nothing changes;
     - otherwise (CASEFORGE_PREFECT_SERVER=local, the default) the local server of this PREFECT_HOME,
       started in the background when none is up and left running for later commands until idle; this
-      process holds a lease on it until the block ends (caseforge.flows.local_server);
+      process holds a lease on it until the block ends (caseforge.runtime.local_server);
     - CASEFORGE_PREFECT_SERVER=ephemeral, or when the local server cannot be used (another Prefect version
       holds it, it failed to start; a warning says why): Prefect's temporary server, for this process only
       (guard_ephemeral_server)."""

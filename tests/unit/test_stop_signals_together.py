@@ -1,0 +1,181 @@
+"""Two stop signals at once (issue 41): GNU `timeout` signals its child and then the child's group, so a command
+can get a second SIGTERM while the handler of the first still runs. Python runs a signal's handler between two
+bytecodes of whatever the main thread is doing, the first handler included, so the second handler runs *inside*
+the first. It once waited there on a lock the first held (`request_stop`'s `with _stop_lock`): the command hung
+until `kill -9` (932 s in the issue, 1 try in 10).
+
+Here the second handler is called between every two lines the first one runs (a tracer fires it at line 1, then
+at line 2, ... of the first, until the first ends before the tracer fires): no position may hang, and the
+command ends stopped. No signal is sent and no process started: the handlers are called as Python calls them.
+A command's own process leaves with `os._exit` (caseforge.stopping._leave); its double here records the exit
+status and unwinds instead, and the grace timers' targets are doubles that do nothing.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from caseforge import stopping
+
+HANG_S = 5.0            # a handler call that has not returned by then waits on something that will not come
+# The lines of the stop path. Not threading's own: an exception a tracer raises there (the double of _leave's) can
+# skip a `with` block's exit and leave a lock of threading's held for ever (bpo-29988), which a real second signal,
+# leaving by os._exit, never unwinds through; threading's locks on the path are re-entrant (_active_limbo_lock) or
+# the new thread's own (its `_started` event).
+TRACED = {stopping.__file__}
+
+
+STUCK: list[threading.Thread] = []      # first calls that hung (their threads never end)
+
+
+class Left(BaseException):
+    """What the double of caseforge.stopping._leave raises: the process would have ended here."""
+
+    def __init__(self, exit_code: int):
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
+@pytest.fixture
+def doubles(monkeypatch):
+    """_leave and the grace timers replaced by doubles; yields the exit statuses _leave was called with."""
+    left: list[int] = []
+
+    def leave_double(request, note=""):
+        left.append(request.exit_code)
+        raise Left(request.exit_code)
+
+    monkeypatch.setattr(stopping, "_leave", leave_double)
+    monkeypatch.setattr(stopping, "_leave_when_stuck", lambda request: None)
+    monkeypatch.setattr(stopping, "_leave_after_grace", lambda request: None)
+    yield left
+    if not STUCK:                           # a thread stuck in the stop path would keep forget_stop waiting too
+        stopping.forget_stop()
+
+
+def second_signal_at(line: int, handler, traced: set[str]) -> dict:
+    """Call `handler(SIGTERM)` in a thread with the same handler called again (the second signal) just before
+    the `line`-th line the first runs in the files `traced`; what happened: "fired" (the second was called),
+    "hung", and the exception the first call ended with."""
+    seen = {"lines": 0, "fired": False, "hung": False, "ended": None}
+
+    def tracer(frame, event, _arg):
+        if frame.f_code.co_filename not in traced:
+            return None
+        if event == "line":
+            seen["lines"] += 1
+            if seen["lines"] == line and not seen["fired"]:
+                seen["fired"] = True
+                handler(signal.SIGTERM, None)       # a tracer runs untraced, as a nested handler runs
+        return tracer
+
+    def first() -> None:
+        sys.settrace(tracer)
+        try:
+            handler(signal.SIGTERM, None)
+        except BaseException as exc:        # noqa: BLE001 - RunStopped, Left: what the first call ended with
+            seen["ended"] = exc
+        finally:
+            sys.settrace(None)
+
+    thread = threading.Thread(target=first, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    seen["hung"] = thread.is_alive()
+    if seen["hung"]:
+        STUCK.append(thread)
+    return seen
+
+
+def every_position(handler, traced=frozenset(TRACED)):
+    """second_signal_at for each line of the first handler in turn; the outcomes, one per position."""
+    outcomes = []
+    for line in range(1, 10_000):
+        stopping.forget_stop()
+        seen = second_signal_at(line, handler, set(traced))
+        outcomes.append(seen)
+        if seen["hung"] or not seen["fired"]:
+            return outcomes
+    raise AssertionError("the stop handler ran over 10,000 lines")
+
+
+def ends_stopped(ended: BaseException | None) -> bool:
+    """The command ends stopped with 143: it left at once (the second signal, once the first was recorded), or the
+    stop is raised (RunStopped, or Prefect's TerminationSignal in a flow run: the second signal's handler ran
+    before the first had recorded anything, so the second is the one that stops the run, and the command ends
+    through its own stop path)."""
+    if isinstance(ended, Left):
+        return ended.exit_code == 143
+    raised = isinstance(ended, stopping.RunStopped) or type(ended).__name__ == "TerminationSignal"
+    return raised and stopping.stop_of(ended).exit_code == 143
+
+
+def hangs(outcomes: list[dict]) -> list[int]:
+    return [n for n, seen in enumerate(outcomes, 1) if seen["hung"]]
+
+
+def test_a_second_sigterm_inside_the_first_ones_handler_ends_the_command_at_once(doubles):
+    """The command's own process (exit_when_stuck): wherever the second signal lands in the first one's handler,
+    nothing waits, and the command leaves with 143, the status of the first (and only) stop."""
+    with stopping.stop_on_signals(exit_when_stuck=True):
+        outcomes = every_position(stopping.on_stop_signal)
+    assert hangs(outcomes) == [], f"hung with the second signal at line(s) {hangs(outcomes)} of the first"
+    fired = [seen for seen in outcomes if seen["fired"]]
+    assert len(fired) >= 5, outcomes               # the handler's lines were walked, not skipped
+    assert all(ends_stopped(seen["ended"]) for seen in fired), fired
+    assert any(isinstance(seen["ended"], Left) for seen in fired) and set(doubles) == {143}
+
+
+def test_a_second_sigterm_inside_the_first_ones_handler_in_process(doubles):
+    """A command run in-process (tests, notebooks: no exit_when_stuck): the run stops (RunStopped), never hangs."""
+    with stopping.stop_on_signals(exit_when_stuck=False):
+        outcomes = every_position(stopping.on_stop_signal)
+    assert hangs(outcomes) == [], f"hung with the second signal at line(s) {hangs(outcomes)} of the first"
+    assert all(isinstance(seen["ended"], stopping.RunStopped) for seen in outcomes), outcomes
+    assert doubles == []
+
+
+def test_a_second_sigterm_inside_the_first_ones_handler_while_leaving(doubles):
+    """The same while the command's exit hooks run (stop_quietly_while_leaving's handler): it leaves, with 143."""
+    before = {signum: signal.getsignal(signum) for signum in stopping.SIGNAL_CAUSES}
+    stopping.stop_quietly_while_leaving(0)
+    try:
+        outcomes = every_position(stopping._stop_while_leaving)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        stopping._leaving.clear()           # else this process's own exit would end "as stopped"
+    assert hangs(outcomes) == [], f"hung with the second signal at line(s) {hangs(outcomes)} of the first"
+    fired = [seen for seen in outcomes if seen["fired"]]
+    assert fired and all(ends_stopped(seen["ended"]) for seen in fired), fired
+
+
+def test_the_stop_line_is_printed_once_when_a_second_signal_lands_while_it_is_printed(doubles, capsys):
+    """say_stopped is on the stop path too (the second signal leaves through it): once, and never waiting."""
+    stopping.request_stop(signal.SIGTERM)
+    request = stopping.stop_requested()
+    outcomes = every_position(lambda signum, frame: stopping.say_stopped(request))
+    assert hangs(outcomes) == [], f"hung with the second call at line(s) {hangs(outcomes)} of the first"
+    assert all(seen["ended"] is None for seen in outcomes), outcomes
+    printed = capsys.readouterr().err.splitlines()
+    assert printed == ["caseforge: interrupted by SIGTERM"] * len(outcomes), printed
+
+
+def test_prefects_sigterm_handler_as_caseforge_replaces_it(doubles):
+    """The SIGTERM handler a flow run has (caseforge.flows.wiring's bridge over Prefect's): a second SIGTERM
+    inside it does not hang either, and the command leaves with 143."""
+    from prefect.utilities import engine as prefect_engine
+
+    from caseforge.flows import wiring
+
+    wiring._bridge_prefects_sigterm_handler()
+    handler = prefect_engine._prefect_sigterm_handler
+    with stopping.stop_on_signals(exit_when_stuck=True):
+        outcomes = every_position(handler, TRACED | {str(Path(wiring.__file__))})
+    assert hangs(outcomes) == [], f"hung with the second signal at line(s) {hangs(outcomes)} of the first"
+    fired = [seen for seen in outcomes if seen["fired"]]
+    assert fired and all(ends_stopped(seen["ended"]) for seen in fired), fired
