@@ -24,8 +24,10 @@ CALL_COLUMNS = pa.schema([
     ("template_id", pa.string()), ("template_sha", pa.string()), ("request", pa.string()),
     ("response_text", pa.string()), ("parsed", pa.string()), ("status", pa.string()), ("error", pa.string()),
     ("attempts", pa.int32()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()),
-    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")),
+    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")), ("served_model", pa.string()),
+    ("run_id", pa.int64()),
 ])
+ADDED_COLUMNS = ("served_model", "run_id")     # migration 160: absent from shards an older worker wrote
 
 
 def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
@@ -72,3 +74,4 @@ def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table, refresh: bool =
             con.execute(sql_text("llm/store_calls.sql"), {"refresh": refresh})
     finally:
         con.unregister("llm_call_rows")
+
