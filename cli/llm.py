@@ -12,7 +12,6 @@ from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, ad
 from caseforge.cli.rows import print_rows, spool_query_answer
 from caseforge.llm.backends import REGISTRY
 from caseforge.llm.config import ROLES, backend_for, llm_choice
-from caseforge.llm.types import LLMRequest, SamplingParams
 from caseforge.settings import load_settings, table, user_file
 
 CACHE_KEY_NOTE = ("cached by request: model name, messages, sampling parameters, output schema, prompt template "
@@ -45,17 +44,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
     _add_choice_options(ping)
-    ping.add_argument("--timeout-s", type=float, default=30.0)
+    ping.add_argument("--timeout-s", type=float, default=None,
+                      help="how long the endpoint may take to answer (default: the settings' timeout_s, at most 30)")
     ping.set_defaults(handler=run_ping)
 
     check = commands.add_parser(
-        "check", help="every step's backend, model and endpoint per role, and one tiny structured request to each "
-                      "distinct one; exit 2 with one line per problem")
+        "check", help="every step's backend, model and endpoint per role, and two tiny requests (with and without a "
+                      "JSON schema) to each distinct one; exit 2 with one line per problem")
     check.add_argument("--all", dest="all_pipelines", action="store_true",
                        help="every pipeline, not only those the nightly runs")
     check.add_argument("--no-requests", dest="no_requests", action="store_true",
                        help="resolve the configuration only; send nothing")
-    check.add_argument("--timeout-s", type=float, default=60.0, help="how long each endpoint may take to answer")
+    check.add_argument("--timeout-s", type=float, default=None,
+                       help="how long each endpoint may take to answer (default: the settings' timeout_s, at most 60)")
     add_format_option(check)
     check.set_defaults(handler=run_check)
 
@@ -138,27 +139,26 @@ def _options(choice) -> str:
 
 
 def run_ping(args: argparse.Namespace) -> int:
-    """One tiny request without a schema: is the endpoint up and answering? (`llm check` also checks the schema,
-    every role and every step.)"""
-    from caseforge.llm.check import endpoint_of
+    """One tiny request without a schema: is the endpoint up, serving the model configured, and answering?
+    (`llm check` also checks the schema, every role and every step.) Every failure exits 2, as `llm check`'s."""
+    from caseforge.llm.backends.openai_compat import ServedModelMismatch
+    from caseforge.llm.check import EMPTY_HINT, endpoint_of, free_text_request, probe_timeout
 
     choice = _choice(args)
     if choice.backend == "openai":
-        choice.options.setdefault("timeout_s", args.timeout_s)
-        choice.options.setdefault("max_retries", 1)
+        choice.options.update(timeout_s=probe_timeout(choice.options, args.timeout_s, 30.0), max_retries=1)
     who = f"{choice.describe()} at {endpoint_of(choice)[0]}"
-    probe = LLMRequest(key="ping", messages=[{"role": "user", "content": "Reply with the single word: ready"}],
-                       params=SamplingParams(max_tokens=8), template_id="ping", template_sha="-")
     try:
-        [completion] = backend_for(choice).complete_batch([probe])
+        [completion] = backend_for(choice).complete_batch([free_text_request()])
+    except ServedModelMismatch as exc:
+        raise CommandError([f"{who}: {exc}"]) from exc
     except Exception as exc:   # the point of ping is to say why it is not answering
-        raise CommandFailed([f"{who} did not answer: {type(exc).__name__}: {exc}"]) from exc
+        raise CommandError([f"{who} did not answer: {type(exc).__name__}: {exc}"]) from exc
     if completion.error:
-        raise CommandFailed([f"{who} did not answer: {completion.error}"])
+        raise CommandError([f"{who} did not answer: {completion.error}"])
     text = (completion.text or "").strip()
     if not text:
-        raise CommandFailed([f"{who} answered with empty content: the server may lack the model's chat template "
-                             "(llama_cpp.server: --chat_format, e.g. gemma or chatml)"])
+        raise CommandError([f"{who} answered with empty content: {EMPTY_HINT}"])
     latency = f"{completion.latency_s * 1000:.0f} ms" if completion.latency_s is not None else "?"
     print(f"{who} answered in {latency}: {text[:80]!r}")
     return 0
@@ -215,7 +215,7 @@ def run_check(args: argparse.Namespace) -> int:
     elif not args.no_requests:
         for probe in probes:
             print(f"checking {probe.backend}:{probe.model} at {probe.endpoint} ...", file=out, flush=True)
-            send_probe(probe, timeout_s=args.timeout_s)
+            send_probe(probe, timeout_s=args.timeout_s)     # the flag, when given, wins over the settings file
     by_use = {id(use): probe for probe in probes for use in probe.uses}
     rows = []
     for use in uses:
@@ -235,7 +235,7 @@ def run_check(args: argparse.Namespace) -> int:
             unresolved.setdefault((use.pipeline, use.problem), []).append(use.step)
     problems = [f"{pipeline} ({len(steps)} step{'s' if len(steps) > 1 else ''}: {', '.join(steps)}): {problem}"
                 for (pipeline, problem), steps in unresolved.items()]
-    problems += family_problems + [p.problem for p in probes if p.problem]
+    problems += family_problems + [problem for p in probes for problem in p.problems]
     if problems:
         raise CommandError(problems)
     return 0

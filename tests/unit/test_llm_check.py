@@ -24,7 +24,10 @@ QWEN, GEMMA = "Qwen/Qwen2.5-7B-Instruct", "google/gemma-3-27b-it"     # what the
 
 
 def honours_schema(body: dict, call_number: int):
-    """A server double that answers what the schema it was sent allows (vLLM's structured_outputs)."""
+    """A server double that answers what the schema it was sent allows (vLLM's structured_outputs), and in a word
+    when no schema is sent."""
+    if "structured_outputs" not in body:
+        return chat_reply("ready")
     assert body["structured_outputs"]["json"]["required"] == ["caseforge_check"]
     return chat_reply(json.dumps(PROBE_ANSWER))
 
@@ -58,7 +61,7 @@ def test_a_configuration_that_works_is_checked_with_one_request_per_endpoint_and
         settings(tmp_path, writer.base_url, checker.base_url)
         assert main(["llm", "check", "--format", "json"]) == 0
         rows = json.loads(capsys.readouterr().out)
-        assert len(writer.bodies) == 1 and len(checker.bodies) == 1
+        assert len(writer.bodies) == 2 and len(checker.bodies) == 2      # with and without the schema
     by_step = {(r["pipeline"], r["step"], r["role"]): r for r in rows}
     factuality = by_step[("build casefacts", "casefacts.factuality", "validator")]
     assert (factuality["model"], factuality["endpoint"], factuality["check"]) == (
@@ -114,7 +117,7 @@ def test_a_checker_of_the_writers_family_is_a_problem_where_the_pipeline_refuses
             f'[nightly.evaluations.casegen]\nmodels = ["Qwen/Qwen2.5-7B-Instruct"]\n'
             f'[nightly.builders.casefacts]\nallow_same_family = true\n')
         assert main(["llm", "check"]) == 2
-        assert len(server.bodies) == 1          # one model, one endpoint: one request
+        assert len(server.bodies) == 2          # one model, one endpoint: one request with the schema, one without
     err = capsys.readouterr().err
     # CaseGen's evaluation refuses a judge of the judged model's family; CaseFacts is allowed here, AQuAECHR warns
     [line] = problems(err)
@@ -131,8 +134,8 @@ def test_no_requests_resolves_the_configuration_only(tmp_path, capsys):
 
 def test_ping_fails_on_an_empty_answer_and_names_the_url_it_tried(capsys):
     with ScriptedOpenAIServerDouble(lambda body, n: chat_reply(""), models=("m",)) as server:
-        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 1
+        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 2
         assert f"openai:m at {server.base_url} answered with empty content" in capsys.readouterr().err
     dead = f"http://127.0.0.1:{closed_port()}/v1"
-    assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", dead]) == 1
+    assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", dead]) == 2
     assert f"openai:m at {dead} did not answer" in capsys.readouterr().err
