@@ -12,7 +12,7 @@ import duckdb
 from caseforge.archive import RawArchive
 from caseforge.errors import CommandFailed
 from caseforge.outputs import OutputRefused, check_output_path
-from caseforge.run_record import end_run, start_run
+from caseforge.run_record import end_run, start_run, working_in
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
@@ -63,7 +63,8 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
     session = RunSession(settings, con, RawArchive(con), run_id, report)
     unfinished = False
     try:
-        yield session
+        with working_in(run_id):
+            yield session
     except BaseException as exc:
         unfinished = True
         request = stop_of(exc)
@@ -73,6 +74,7 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
             report.crashed(f"{target}: {type(exc).__name__}: {exc}")
         raise
     finally:
+        add_llm_cost(session.con, run_id, report)
         con = end_run(session.con, run_id, report)
         if con is not None:
             try:
@@ -86,6 +88,25 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
                 log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
             finally:
                 con.close()
+
+
+# what a run's LLM calls cost, as its counts say it (the night's summary sums them; docs/llm.md, "What a run cost")
+LLM_COST_COUNTS = ("llm_asked", "llm_prompt_tokens", "llm_completion_tokens", "llm_model_ms")
+
+
+def add_llm_cost(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport) -> None:
+    """The LLM calls this run asked (answered or not; cache hits cost nothing) in its counts: calls, prompt and
+    completion tokens, milliseconds of model time. A warehouse that cannot say (a full disk) leaves them out."""
+    from caseforge.warehouse.statements import run_sql
+
+    try:
+        cost = run_sql(con, "llm/run_cost.sql", [run_id]).fetchone()
+    except duckdb.Error as exc:
+        log.warning("%s: what its LLM calls cost could not be read: %s", report.name, exc)
+        return
+    if cost and cost[0]:
+        for name, value in zip(LLM_COST_COUNTS, cost):
+            report.counts[name] = int(value)
 
 
 def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> StageReport | None:

@@ -60,8 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_option(check)
     check.set_defaults(handler=run_check)
 
-    stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
+    stats = commands.add_parser("stats", help="calls, ok/failed, tokens, model seconds and the model that served, per "
+                                              "step, from the cache; --run N: what run N's calls cost")
     stats.add_argument("--step", help="one step only")
+    stats.add_argument("--run", type=int, metavar="N",
+                       help="what run N (a nightly: with the runs of its stages) asked, per run and step, and per "
+                            "kept item; cache hits cost nothing")
     add_format_option(stats)
     add_db_option(stats)
     add_mirror_option(stats)
@@ -247,12 +251,38 @@ def run_stats(args: argparse.Namespace) -> int:
     con, _ = open_query(args, settings)
     try:
         check_step(args.step, con)
+        if args.run is not None:
+            return _run_cost(con, args)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
         answer = spool_query_answer(con, cursor, args.format)
     finally:
         con.close()
     answer.print_to()
     print(CACHE_KEY_NOTE, file=sys.stderr)
+    return 0
+
+
+def _run_cost(con, args: argparse.Namespace) -> int:
+    """`llm stats --run N`: what run N and the runs inside it asked, per run and step, then one line of totals
+    and the cost per kept item (docs/llm.md, "What a run cost")."""
+    from caseforge.warehouse.statements import sql_text
+
+    found, kept = con.execute(sql_text("llm/run_kept_items.sql"), {"run": args.run}).fetchone()
+    if not found:
+        raise CommandError([f"no run {args.run} in ops.runs (`caseforge status` lists the runs)"])
+    cursor = con.execute(sql_text("llm/run_costs.sql"), {"run": args.run})
+    columns = [d[0] for d in cursor.description]
+    rows = [row for row in cursor.fetchall() if args.step is None or row[columns.index("step")] == args.step]
+    print_rows(columns, rows, args.format)
+    total = {name: sum(row[columns.index(name)] for row in rows)
+             for name in ("calls", "prompt_tokens", "completion_tokens", "model_s")}
+    line = (f"run {args.run}{' and the runs inside it' if len({r[0] for r in rows}) > 1 else ''}: {total['calls']:,} "
+            f"call(s), {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion tokens, "
+            f"{total['model_s']:,.1f} model-seconds (cache hits cost nothing)")
+    if kept:
+        tokens = (total["prompt_tokens"] + total["completion_tokens"]) / kept
+        line += f"; {kept:,} item(s) kept: {tokens:,.0f} tokens and {total['model_s'] / kept:,.2f} model-seconds each"
+    print(line, file=notes_out(args.format))
     return 0
 
 

@@ -75,3 +75,19 @@ def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table, refresh: bool =
     finally:
         con.unregister("llm_call_rows")
 
+
+def release_cost(con: duckdb.DuckDBPyConnection, stages: list[dict]) -> list[dict]:
+    """What the cached answers of a release's stages (dicts with stage, model, template_sha: the card's "stages")
+    cost when they were made, per stage, model and served model (sql/llm/release_cost.sql)."""
+    if not stages:
+        return []
+    wanted = pa.table({name: pa.array([str(s.get(name)) if s.get(name) is not None else None for s in stages],
+                                      pa.string()) for name in ("stage", "model", "template_sha")})
+    con.register("release_stages", wanted)
+    try:
+        cursor = con.execute(sql_text("llm/release_cost.sql"))
+        columns = [d[0] for d in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+    finally:
+        con.unregister("release_stages")
+
