@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 
-.PHONY: setup setup-workers run test test-smollm test-bench bench clean
+.PHONY: setup setup-workers setup-worker run test test-smollm test-bench bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,18 @@ $(VENV)/.workers: $(VENV)/.installed requirements-workers.lock
 	touch $@
 
 setup-workers: $(VENV)/.workers
+
+# A GPU machine whose shards the `openai` backend answers (its own `vllm serve` does the model's work): Prefect, the
+# shard store and caseforge, without llama.cpp, torch or the pipelines' libraries. The packages are those of
+# requirements-worker.txt, at requirements.lock's versions. `make setup` later adds the rest to the same .venv.
+$(VENV)/.worker: requirements.lock requirements-worker.txt pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements.lock -r requirements-worker.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+setup-worker: $(VENV)/.worker
 
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
 # caseforge exits 1 when the nightly ran to the end and reports what its gates refused (with the small packaged

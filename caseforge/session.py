@@ -10,7 +10,6 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
-from caseforge.errors import CommandFailed
 from caseforge.outputs import OutputRefused, check_output_path
 from caseforge.run_record import end_run, start_run, working_in
 from caseforge.settings import Settings, load_settings
@@ -52,7 +51,10 @@ class RunSession:
 def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]:
     """Open the warehouse, record the run, and on the way out write how it truly ended (succeeded, quarantined or
     failed when the work finished; interrupted or cancelled when it was stopped; failed with the reason when an
-    exception ended it) and mirror curated to Parquet."""
+    exception ended it), mirror curated to Parquet, and publish the mirror ([mirror] publish) when the work
+    finished. A publish that fails is a run of its own, recorded failed; the run's report gets its one line as a
+    failure after the run's own end is written, so the command prints the run's summary first and exits 1. A run
+    an exception or a stop ended publishes nothing: that one line is its only error, and the next run publishes."""
     con = connect(settings.db_path)
     try:
         run_id = start_run(con, kind, target)
@@ -79,13 +81,13 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
         if con is not None:
             try:
                 export_curated_parquet(con, settings.parquet_dir)
-                published = None if _PUBLISH_AT_END.get() else publish_recorded(con, settings)
-                if published is not None and not published.ok and not unfinished:
-                    raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
+                published = None if _PUBLISH_AT_END.get() or unfinished else publish_recorded(con, settings)
+                if published is not None and not published.ok:
+                    report.fail(published.failures[0])      # after the run's end: its own status stays true
             except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
                 if not unfinished:
                     raise
-                log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
+                log.warning("%s: the Parquet mirror was not rewritten: %s", report.name, exc)
             finally:
                 con.close()
 
@@ -132,7 +134,5 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         report.fail(f"mirror not published: {exc}")
     except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
         report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
-    if not report.ok:
-        log.error("%s", report.failures[0])
-    end_run(con, run_id, report)
+    end_run(con, run_id, report)          # a failure is said by the run that published (once, not logged too)
     return report
