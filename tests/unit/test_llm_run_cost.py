@@ -67,3 +67,57 @@ def test_a_runs_calls_are_its_cost_and_cache_hits_cost_nothing(tmp_path, capsys)
         "casefacts.generate", "m", 4, server.prompt_tokens, server.completion_tokens)
     assert "2 item(s) kept: 29 tokens" in captured.err        # (46 + 12) / 2
     assert main(["llm", "stats", "--db", str(settings.db_path), "--run", "7"]) == 2
+
+
+def test_a_nights_cost_is_its_stages_runs_in_the_summary_status_and_llm_stats(tmp_path, capsys):
+    """A nightly whose one builder asks four LLM calls: the stage's counts, the night's totals, summary.md's cost
+    section, `status --format json` and `llm stats --run <nightly>` all say what the server counted."""
+    from registry_doubles import BuilderDouble, SourceDouble
+
+    from caseforge.cli.status import status_data
+    from caseforge.flows.nightly_runner import NightlyOptions, run_nightly
+    from caseforge.stage_report import StageReport
+
+    settings = load_settings(tmp_path / "cf.duckdb")
+    server = TokenCountingServerDouble()
+
+    def source(settings, **kwargs):
+        con = connect(settings.db_path)
+        con.execute("CREATE TABLE IF NOT EXISTS curated.alpha (id INTEGER)")
+        con.execute("INSERT INTO curated.alpha VALUES (1), (2)")
+        con.close()
+        return StageReport(name="alpha", counts={"new": 2})
+
+    def builder(settings, **options):
+        with run_session(settings, "build", "double") as session:
+            run_job(session.con, "double.generate", backend(server), requests_for(range(4)), Number)
+            session.report.add("new", 2)
+        return session.report
+
+    result = run_nightly(
+        settings, NightlyOptions(sources=["alpha"], release_dir=tmp_path / "releases"),
+        sources={"alpha": SourceDouble("alpha", "alpha (double)", None, archive_source="alpha", refresh=source)},
+        builders={"double": BuilderDouble("double", "double (double)", None, inputs=("curated.alpha",), nightly=True,
+                                          builder=builder)},
+        evaluations={}, releases={}, plots={})
+    [stage] = [o for o in result.outcomes if o.stage == "builder"]
+    row = stage.summary_row()
+    assert (row["prompt_tokens"], row["completion_tokens"], row["tokens_per_kept"]) == (46, 12, 29)
+    summary = (result.run_dir / "summary.md").read_text()
+    assert "## What the night's LLM calls cost" in summary and "| double.generate | m | m | 4 | 46 | 12 |" in summary
+
+    con = connect(settings.db_path)
+    try:
+        nightly, builder_run = con.execute(
+            "SELECT n.run_id, b.run_id FROM ops.runs n JOIN ops.runs b ON b.parent_run_id = n.run_id "
+            "WHERE n.kind = 'nightly' AND b.kind = 'build'").fetchone()
+        status = status_data(con, 10)
+    finally:
+        con.close()
+    night = next(r for r in status["runs"] if r["run_id"] == nightly)
+    assert (night["counts"]["llm_prompt_tokens"], night["counts"]["llm_completion_tokens"]) == (46, 12)
+    assert next(s for s in status["last_nightly_stages"] if s["stage"] == "builder")["counts"]["llm_asked"] == 4
+    assert main(["llm", "stats", "--db", str(settings.db_path), "--run", str(nightly), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert [(r["run_id"], r["prompt_tokens"]) for r in json.loads(captured.out)] == [(builder_run, 46)]
+    assert "2 item(s) kept" in captured.err
