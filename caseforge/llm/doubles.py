@@ -181,8 +181,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency-s", type=float, default=0.1)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--models", default=DOUBLE_MODEL, help="comma-separated model names it serves")
     args = parser.parse_args()
-    server = ScriptedOpenAIServerDouble(fixed_latency_script(args.latency_s), port=args.port).start()
+    server = ScriptedOpenAIServerDouble(fixed_latency_script(args.latency_s), port=args.port,
+                                        models=tuple(args.models.split(","))).start()
     print(server.port, flush=True)
     threading.Event().wait()
 

@@ -171,7 +171,7 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
     server.prefect("work-pool", "create", POOL, "--type", "process")
     server.prefect("deploy", "--prefect-file", str(prefect_file), "--all", "--no-prompt")
     script = FactualityScript()
-    double = ScriptedOpenAIServerDouble(script).start()
+    double = ScriptedOpenAIServerDouble(script, models=("double-model", "double-validator")).start()
     workers, folders = {}, {}
     for name, warm, queues in (("gpu-worker-a", False, ("default",)), ("gpu-worker-b", True, ("default", "warm"))):
         folders[name] = work / name
