@@ -30,6 +30,12 @@ def split_use(splits: dict) -> str:
             f"`{'test' if only == 'train' else 'train'}`, so it offers no held-out evaluation of its own.")
 
 
+def llm_cost(con: duckdb.DuckDBPyConnection, stages: list[dict]) -> list[dict]:
+    """What the answers behind the card's stages cost (ops.casefacts_build_steps names a step without the
+    `casefacts.` its LLM calls are recorded under)."""
+    return release_cost(con, [{**s, "stage": f"casefacts.{s['stage']}"} for s in stages])
+
+
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     claims, types = release_rows(con, "casefacts/export_claims.sql")
     if claims.empty:
@@ -71,7 +77,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                           for split, part in splits.items()},
         "quality": quality,
         "stages": stages,
-        "llm_cost": release_cost(con, [{**s, "stage": f"casefacts.{s['stage']}"} for s in stages]),  # its LLM step
+        "llm_cost": llm_cost(con, stages),
         "notes": "Similarity windows calibrated from judged samples:\n\n" + (window_lines or "- none recorded"),
     }
     return write_release(folder, DATASET, splits, card,
