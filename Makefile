@@ -12,7 +12,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 REVIEW_VENV := .venv-review
 REVIEW_PORT ?= 8080
 
-.PHONY: setup setup-workers setup-review review-server run test test-smollm test-bench bench clean
+.PHONY: setup setup-workers setup-worker setup-review review-server run test test-smollm test-bench bench clean
 
 # requirements-nodeps.lock: irrCAC, whose pins conflict with the lock's scipy and numpy, installed without them
 # (it needs only numpy, pandas and scipy; docs/review.md says why).
@@ -47,6 +47,18 @@ $(VENV)/.workers: $(VENV)/.installed requirements-workers.lock
 	touch $@
 
 setup-workers: $(VENV)/.workers
+
+# A GPU machine whose shards the `openai` backend answers (its own `vllm serve` does the model's work): Prefect, the
+# shard store and caseforge, without llama.cpp, torch or the pipelines' libraries. The packages are those of
+# requirements-worker.txt, at requirements.lock's versions. `make setup` later adds the rest to the same .venv.
+$(VENV)/.worker: requirements.lock requirements-worker.txt pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements.lock -r requirements-worker.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+setup-worker: $(VENV)/.worker
 
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
 # caseforge exits 1 when the nightly ran to the end and reports what its gates refused (with the small packaged

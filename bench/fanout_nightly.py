@@ -399,7 +399,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     double, quick = None, None
     if args.quick:            # the LLM: a scripted double on loopback, for the nightly and the workers alike
-        double = subprocess.Popen([sys.executable, "-m", "caseforge.llm.doubles", "--latency-s", "0.05"],
+        double = subprocess.Popen([sys.executable, "-m", "caseforge.llm.doubles", "--latency-s", "0.05",
+                                   "--models", "smollm2-135m-instruct,gemma-3-270m"],     # QUICK_SETTINGS' models
                                   stdout=subprocess.PIPE, text=True)
         quick = f"http://127.0.0.1:{int(double.stdout.readline())}/v1"
     deployment = Deployment(work, args.store, {"CASEFORGE_OPENAI_BASE_URL": quick} if quick else {})

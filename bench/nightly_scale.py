@@ -593,7 +593,7 @@ def record_answers(plan: Plan, work: Path, prefect_home: Path, out: Path) -> dic
     of each warehouse exported and merged into one replay file at `out`."""
     from caseforge.llm.doubles import ScriptedOpenAIServerDouble
 
-    double = ScriptedOpenAIServerDouble(SchemaAnswerDouble()).start()
+    double = ScriptedOpenAIServerDouble(SchemaAnswerDouble(), models=tuple(sorted(set(default_models().values())))).start()
     config = settings_file(work / "record.toml", "openai", {"base_url": double.base_url, "api_key": "double"})
     env = base_env(prefect_home, config)
     records: dict[str, str] = {}

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import time
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def _record_end_from_file(con, record: dict, has_row: bool) -> None:
         else:
             run_id = run_sql(con, "ops/start_run.sql", [record["kind"], record["target"], record["started_at"],
                                                          record.get("pid"), record.get("host"),
-                                                         record.get("process_start")]).fetchone()[0]
+                                                         record.get("process_start"),
+                                                         record.get("parent_run_id")]).fetchone()[0]
         run_sql(con, "ops/finish_run.sql", [end.get("finished_at") or _now(), end["status"],
                                             json.dumps(end.get("counts") or {}), message.strip(), run_id])
         for stage in end.get("stages") or []:
@@ -142,6 +144,35 @@ def _record_end_from_file(con, record: dict, has_row: bool) -> None:
 
 
 # --- opening and ending runs ---
+
+# The run whose work this context does (set by caseforge.session.run_session and the nightly): the LLM calls it
+# asks are recorded with it (ops.llm_calls.run_id), and a run started inside it records it as its parent. Context
+# variables travel into the nightly's source threads and Prefect task runs.
+_CURRENT_RUN: ContextVar[int | None] = ContextVar("caseforge_current_run", default=None)
+
+
+def current_run() -> int | None:
+    return _CURRENT_RUN.get()
+
+
+def begin_work(run_id: int):
+    """The work from here on (in this context) is run `run_id`'s (see current_run); returns the token for
+    `end_work`."""
+    return _CURRENT_RUN.set(run_id)
+
+
+def end_work(token) -> None:
+    _CURRENT_RUN.reset(token)
+
+
+@contextlib.contextmanager
+def working_in(run_id: int):
+    """The work inside is run `run_id`'s (see current_run)."""
+    token = begin_work(run_id)
+    try:
+        yield
+    finally:
+        end_work(token)
 
 _OPEN_RUNS: dict[tuple[Path | None, int], tuple[str, str]] = {}       # runs this process opened and has not ended
 
@@ -152,12 +183,14 @@ def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
     mark_interrupted_runs(con)
     pid, host, process_start = process_identity()
     started_at = _now()
-    run_id = run_sql(con, "ops/start_run.sql", [kind, target, started_at, pid, host, process_start]).fetchone()[0]
+    parent = current_run()
+    run_id = run_sql(con, "ops/start_run.sql", [kind, target, started_at, pid, host, process_start,
+                                                parent]).fetchone()[0]
     db_path = database_file(con)
     path = open_file(db_path, run_id)
     if path is not None:
         write_open_file(path, {"run_id": run_id, "kind": kind, "target": target, "started_at": started_at.isoformat(),
-                                "pid": pid, "host": host, "process_start": process_start})
+                                "pid": pid, "host": host, "process_start": process_start, "parent_run_id": parent})
     _OPEN_RUNS[(db_path, run_id)] = (kind, target)
     return run_id
 

@@ -10,9 +10,8 @@ from typing import Iterator
 import duckdb
 
 from caseforge.archive import RawArchive
-from caseforge.errors import CommandFailed
 from caseforge.outputs import OutputRefused, check_output_path
-from caseforge.run_record import end_run, start_run
+from caseforge.run_record import end_run, start_run, working_in
 from caseforge.settings import Settings, using
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
@@ -52,8 +51,12 @@ class RunSession:
 def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]:
     """Open the warehouse, record the run, and on the way out write how it truly ended (succeeded, quarantined or
     failed when the work finished; interrupted or cancelled when it was stopped; failed with the reason when an
-    exception ended it) and mirror curated to Parquet. `settings` are the current ones for everything the session
-    runs (its size checks, parse budgets, LLM jobs): handed down, not read again."""
+    exception ended it), mirror curated to Parquet, and publish the mirror ([mirror] publish) when the work
+    finished. A publish that fails is a run of its own, recorded failed; the run's report gets its one line as a
+    failure after the run's own end is written, so the command prints the run's summary first and exits 1. A run
+    an exception or a stop ended publishes nothing: that one line is its only error, and the next run publishes.
+    `settings` are the current ones for everything the session runs (its size checks, parse budgets, LLM jobs):
+    handed down, not read again."""
     with using(settings):
         with _session(settings, kind, target) as session:
             yield session
@@ -71,7 +74,8 @@ def _session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]
     session = RunSession(settings, con, RawArchive(con), run_id, report)
     unfinished = False
     try:
-        yield session
+        with working_in(run_id):
+            yield session
     except BaseException as exc:
         unfinished = True
         request = stop_of(exc)
@@ -81,19 +85,39 @@ def _session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]
             report.crashed(f"{target}: {type(exc).__name__}: {exc}")
         raise
     finally:
+        add_llm_cost(session.con, run_id, report)
         con = end_run(session.con, run_id, report)
         if con is not None:
             try:
                 export_curated_parquet(con, settings.parquet_dir)
-                published = None if _PUBLISH_AT_END.get() else publish_recorded(con, settings)
-                if published is not None and not published.ok and not unfinished:
-                    raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
+                published = None if _PUBLISH_AT_END.get() or unfinished else publish_recorded(con, settings)
+                if published is not None and not published.ok:
+                    report.fail(published.failures[0])      # after the run's end: its own status stays true
             except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
                 if not unfinished:
                     raise
-                log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
+                log.warning("%s: the Parquet mirror was not rewritten: %s", report.name, exc)
             finally:
                 con.close()
+
+
+# what a run's LLM calls cost, as its counts say it (the night's summary sums them; docs/llm.md, "What a run cost")
+LLM_COST_COUNTS = ("llm_asked", "llm_prompt_tokens", "llm_completion_tokens", "llm_model_ms")
+
+
+def add_llm_cost(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport) -> None:
+    """The LLM calls this run asked (answered or not; cache hits cost nothing) in its counts: calls, prompt and
+    completion tokens, milliseconds of model time. A warehouse that cannot say (a full disk) leaves them out."""
+    from caseforge.warehouse.statements import run_sql
+
+    try:
+        cost = run_sql(con, "llm/run_cost.sql", [run_id]).fetchone()
+    except duckdb.Error as exc:
+        log.warning("%s: what its LLM calls cost could not be read: %s", report.name, exc)
+        return
+    if cost and cost[0]:
+        for name, value in zip(LLM_COST_COUNTS, cost):
+            report.counts[name] = int(value)
 
 
 def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> StageReport | None:
@@ -119,7 +143,5 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         report.fail(f"mirror not published: {exc}")
     except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
         report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
-    if not report.ok:
-        log.error("%s", report.failures[0])
-    end_run(con, run_id, report)
+    end_run(con, run_id, report)          # a failure is said by the run that published (once, not logged too)
     return report

@@ -193,6 +193,12 @@ def explain(store: Store, exc: BaseException) -> StoreError:
     if isinstance(exc, PermissionError) or "access denied" in lowered or "forbidden" in lowered:
         return StoreError(f"{where}: access denied ({text[:120]}): give these credentials read and write on "
                           f"the bucket and prefix, or check {credentials}")
+    if lowered.startswith("[errno 5] an error occurred ()") or "an error occurred () when calling" in lowered or \
+            (isinstance(exc, FileNotFoundError) and lowered in ("not found", "404")):
+        # an answer with no S3 error code in it: a 404 page, not an S3 server's error
+        return StoreError(f"{where}: the endpoint answered without an S3 error ({kind}: {text[:80] or 'empty'}): it "
+                          "is not an S3 server (a mistyped endpoint URL pointing at another web server?): check the "
+                          "endpoint URL")
     if any(s in kind.lower() + lowered for s in ("connect", "timeout", "timed out", "name or service",
                                                   "unreachable", "refused")):
         return StoreError(f"{where}: cannot reach the endpoint ({kind}: {text[:120]}): check the endpoint URL "

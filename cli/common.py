@@ -149,14 +149,16 @@ def one_line(exc: BaseException) -> str:
 
 def is_ordinary(exc: BaseException) -> bool:
     """Whether an exception that ended a flow is an ordinary condition (a missing or unwritable file, a busy,
-    corrupt or newer warehouse, a bad value, a replay file without the answer): one line, exit 2. Anything
-    else is the program breaking: "crashed"."""
+    corrupt or newer warehouse, a bad value, a replay file without the answer, a store that cannot be used): one
+    line, exit 2. Anything else is the program breaking: "crashed"."""
     import duckdb
 
     from caseforge.llm.backends.replay import ReplayMiss
+    from caseforge.store import StoreError
     from caseforge.warehouse.errors import WarehouseError
 
-    return isinstance(exc, (OSError, ValueError, WarehouseError, CommandFailed, ReplayMiss, duckdb.IOException))
+    return isinstance(exc, (OSError, ValueError, WarehouseError, CommandFailed, ReplayMiss, StoreError,
+                            duckdb.IOException))
 
 
 class _NoExceptionRecords(logging.Filter):

@@ -46,5 +46,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
                                  f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc
-    print(f"{args.dataset} release written to {release.path} ({len(release.files)} files)")
+    if release.unchanged:       # the same rows, card and files: said, never passed off as a new release
+        print(f"{args.dataset} release unchanged: {release.path} already holds this release, byte for byte "
+              f"({'nothing uploaded' if is_store_url(args.out) else 'its files rewritten as they were'})")
+    else:
+        print(f"{args.dataset} release written to {release.path} ({len(release.files)} files)")
     return 0

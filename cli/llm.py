@@ -12,7 +12,6 @@ from caseforge.cli.common import (CommandError, CommandFailed, add_db_option, ad
 from caseforge.cli.rows import print_rows, spool_query_answer
 from caseforge.llm.backends import REGISTRY
 from caseforge.llm.config import ROLES, backend_for, llm_choice
-from caseforge.llm.types import LLMRequest, SamplingParams
 from caseforge.settings import load_settings
 from caseforge.settings_file import user_file
 
@@ -46,22 +45,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     ping = commands.add_parser("ping", help="send one tiny request: is the backend up and answering?")
     _add_choice_options(ping)
-    ping.add_argument("--timeout-s", type=float, default=30.0)
+    ping.add_argument("--timeout-s", type=float, default=None,
+                      help="how long the endpoint may take to answer (default: the settings' timeout_s, at most 30)")
     ping.set_defaults(handler=run_ping)
 
     check = commands.add_parser(
-        "check", help="every step's backend, model and endpoint per role, and one tiny structured request to each "
-                      "distinct one; exit 2 with one line per problem")
+        "check", help="every step's backend, model and endpoint per role, and two tiny requests (with and without a "
+                      "JSON schema) to each distinct one; exit 2 with one line per problem")
     check.add_argument("--all", dest="all_pipelines", action="store_true",
                        help="every pipeline, not only those the nightly runs")
     check.add_argument("--no-requests", dest="no_requests", action="store_true",
                        help="resolve the configuration only; send nothing")
-    check.add_argument("--timeout-s", type=float, default=60.0, help="how long each endpoint may take to answer")
+    check.add_argument("--timeout-s", type=float, default=None,
+                       help="how long each endpoint may take to answer (default: the settings' timeout_s, at most 60)")
     add_format_option(check)
     check.set_defaults(handler=run_check)
 
-    stats = commands.add_parser("stats", help="calls, ok/failed, tokens and latency per step from the cache")
+    stats = commands.add_parser("stats", help="calls, ok/failed, tokens, model seconds and the model that served, per "
+                                              "step, from the cache; --run N: what run N's calls cost")
     stats.add_argument("--step", help="one step only")
+    stats.add_argument("--run", type=int, metavar="N",
+                       help="what run N (a nightly: with the runs of its stages) asked, per run and step, and per "
+                            "kept item; cache hits cost nothing")
     add_format_option(stats)
     add_db_option(stats)
     add_mirror_option(stats)
@@ -141,27 +146,26 @@ def _options(choice) -> str:
 
 
 def run_ping(args: argparse.Namespace) -> int:
-    """One tiny request without a schema: is the endpoint up and answering? (`llm check` also checks the schema,
-    every role and every step.)"""
-    from caseforge.llm.check import endpoint_of
+    """One tiny request without a schema: is the endpoint up, serving the model configured, and answering?
+    (`llm check` also checks the schema, every role and every step.) Every failure exits 2, as `llm check`'s."""
+    from caseforge.llm.backends.openai_compat import ServedModelMismatch
+    from caseforge.llm.check import EMPTY_HINT, endpoint_of, free_text_request, probe_timeout
 
     choice = _choice(args)
     if choice.backend == "openai":
-        choice.options.setdefault("timeout_s", args.timeout_s)
-        choice.options.setdefault("max_retries", 1)
+        choice.options.update(timeout_s=probe_timeout(choice.options, args.timeout_s, 30.0), max_retries=1)
     who = f"{choice.describe()} at {endpoint_of(choice)[0]}"
-    probe = LLMRequest(key="ping", messages=[{"role": "user", "content": "Reply with the single word: ready"}],
-                       params=SamplingParams(max_tokens=8), template_id="ping", template_sha="-")
     try:
-        [completion] = backend_for(choice).complete_batch([probe])
+        [completion] = backend_for(choice).complete_batch([free_text_request()])
+    except ServedModelMismatch as exc:
+        raise CommandError([f"{who}: {exc}"]) from exc
     except Exception as exc:   # the point of ping is to say why it is not answering
-        raise CommandFailed([f"{who} did not answer: {type(exc).__name__}: {exc}"]) from exc
+        raise CommandError([f"{who} did not answer: {type(exc).__name__}: {exc}"]) from exc
     if completion.error:
-        raise CommandFailed([f"{who} did not answer: {completion.error}"])
+        raise CommandError([f"{who} did not answer: {completion.error}"])
     text = (completion.text or "").strip()
     if not text:
-        raise CommandFailed([f"{who} answered with empty content: the server may lack the model's chat template "
-                             "(llama_cpp.server: --chat_format, e.g. gemma or chatml)"])
+        raise CommandError([f"{who} answered with empty content: {EMPTY_HINT}"])
     latency = f"{completion.latency_s * 1000:.0f} ms" if completion.latency_s is not None else "?"
     print(f"{who} answered in {latency}: {text[:80]!r}")
     return 0
@@ -218,7 +222,7 @@ def run_check(args: argparse.Namespace) -> int:
     elif not args.no_requests:
         for probe in probes:
             print(f"checking {probe.backend}:{probe.model} at {probe.endpoint} ...", file=out, flush=True)
-            send_probe(probe, timeout_s=args.timeout_s)
+            send_probe(probe, timeout_s=args.timeout_s)     # the flag, when given, wins over the settings file
     by_use = {id(use): probe for probe in probes for use in probe.uses}
     rows = []
     for use in uses:
@@ -238,7 +242,7 @@ def run_check(args: argparse.Namespace) -> int:
             unresolved.setdefault((use.pipeline, use.problem), []).append(use.step)
     problems = [f"{pipeline} ({len(steps)} step{'s' if len(steps) > 1 else ''}: {', '.join(steps)}): {problem}"
                 for (pipeline, problem), steps in unresolved.items()]
-    problems += family_problems + [p.problem for p in probes if p.problem]
+    problems += family_problems + [problem for p in probes for problem in p.problems]
     if problems:
         raise CommandError(problems)
     return 0
@@ -250,12 +254,38 @@ def run_stats(args: argparse.Namespace) -> int:
     con, _ = open_query(args, settings)
     try:
         check_step(args.step, con)
+        if args.run is not None:
+            return _run_cost(con, args)
         cursor = con.execute(sql_text("llm/stats.sql"), {"step": args.step})
         answer = spool_query_answer(con, cursor, args.format)
     finally:
         con.close()
     answer.print_to()
     print(CACHE_KEY_NOTE, file=sys.stderr)
+    return 0
+
+
+def _run_cost(con, args: argparse.Namespace) -> int:
+    """`llm stats --run N`: what run N and the runs inside it asked, per run and step, then one line of totals
+    and the cost per kept item (docs/llm.md, "What a run cost")."""
+    from caseforge.warehouse.statements import sql_text
+
+    found, kept = con.execute(sql_text("llm/run_kept_items.sql"), {"run": args.run}).fetchone()
+    if not found:
+        raise CommandError([f"no run {args.run} in ops.runs (`caseforge status` lists the runs)"])
+    cursor = con.execute(sql_text("llm/run_costs.sql"), {"run": args.run})
+    columns = [d[0] for d in cursor.description]
+    rows = [row for row in cursor.fetchall() if args.step is None or row[columns.index("step")] == args.step]
+    print_rows(columns, rows, args.format)
+    total = {name: sum(row[columns.index(name)] for row in rows)
+             for name in ("calls", "prompt_tokens", "completion_tokens", "model_s")}
+    line = (f"run {args.run}{' and the runs inside it' if len({r[0] for r in rows}) > 1 else ''}: {total['calls']:,} "
+            f"call(s), {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion tokens, "
+            f"{total['model_s']:,.1f} model-seconds (cache hits cost nothing)")
+    if kept:
+        tokens = (total["prompt_tokens"] + total["completion_tokens"]) / kept
+        line += f"; {kept:,} item(s) kept: {tokens:,.0f} tokens and {total['model_s'] / kept:,.2f} model-seconds each"
+    print(line, file=notes_out(args.format))
     return 0
 
 

@@ -51,6 +51,11 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     print_rows(STAGE_COLUMNS, [[row.get(c) for c in STAGE_COLUMNS] for row in data["stages"]], "table")
     if not data["rebuilt"]:
         print(NOTHING_REBUILT)
+    cost = {k: sum(row.get(k) or 0 for row in data["stages"])
+            for k in ("prompt_tokens", "completion_tokens", "model_s")}
+    if any(cost.values()):
+        print(f"LLM calls tonight: {cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens, "
+              f"{cost['model_s']:,.1f} model-seconds (per step and model: caseforge llm stats --run {data['run_id']})")
     problems = data.get("problems") or []
     if problems:
         print(f"\nProblems ({len(data['failures'])}; each rule a record broke, beside the value that broke it):")

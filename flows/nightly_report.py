@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
 SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", "changed", "quarantined",
-                   "known_problems", "llm_calls", "cache_hits", "duration_s", "problems", "note"]
+                   "known_problems", "llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "model_s",
+                   "tokens_per_kept", "duration_s", "problems", "note"]
+COST_COLUMNS = ["run", "step", "model", "served_model", "calls", "prompt_tokens", "completion_tokens", "model_s"]
 # The night's problems, each once: the stage, the record (a quarantined row's table and key), each rule it broke
 # and the value that broke it, quoted and shortened.
 PROBLEM_COLUMNS = ["stage", "record", "rule", "text"]
@@ -142,10 +144,28 @@ def known_problem_lines(result) -> list[str]:
     return lines
 
 
+def cost_rows(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict]:
+    """What the night's LLM calls cost, per stage run, step, model and the model that served (llm/run_costs.sql)."""
+    cursor = run_sql(con, "llm/run_costs.sql", {"run": run_id})
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+
+
+def cost_markdown(costs: list[dict]) -> list[str]:
+    """The summary's section on what the night's LLM calls cost (none when it made none)."""
+    if not costs:
+        return []
+    return ["## What the night's LLM calls cost", "",
+            "Calls made tonight, as each run recorded them (cache hits cost nothing); `served_model` is the model "
+            "that answered, as the endpoint or engine said. `llm stats --run RUN_ID` lists the same.", "",
+            md_table(COST_COLUMNS, [[row[c] for c in COST_COLUMNS] for row in costs]), ""]
+
+
 def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None,
-                     problems: list[dict] | None = None) -> str:
+                     problems: list[dict] | None = None, costs: list[dict] | None = None) -> str:
     """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md).
-    `problems`: problem_rows (default: each failure line as its own row, with no quoted text)."""
+    `problems`: problem_rows (default: each failure line as its own row, with no quoted text). `costs`:
+    cost_rows."""
     parts = [f"# Nightly run {result.run_id}: {verdict(result)}", "",
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
@@ -160,6 +180,7 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
     if known:
         parts += ["## Known problems (quarantined before, unchanged since: not failures of this run)", ""] + \
             [f"- {line}" for line in known] + [""]
+    parts += cost_markdown(costs or [])
     parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
     if result.links:
         parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in
@@ -291,7 +312,8 @@ def write_run_dir(con, result, plots: dict) -> None:
             result.plots[name] = (title, path)
     (result.run_dir / "summary.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
     (result.run_dir / "summary.md").write_text(summary_markdown(result, quality_rows(con),
-                                                                problems=problem_rows(con, result)))
+                                                                problems=problem_rows(con, result),
+                                                                costs=cost_rows(con, result.run_id)))
     point_latest_at(result.run_dir)
 
 

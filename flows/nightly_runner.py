@@ -26,8 +26,8 @@ from caseforge.flows import registry
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease, ReleaseHeld
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
-from caseforge.run_record import end_run, start_run, stop_open_runs
-from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
+from caseforge.run_record import begin_work, end_run, end_work, start_run, stop_open_runs
+from caseforge.session import LLM_COST_COUNTS, publish_after_each_run, publish_at_end, publish_recorded
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import KNOWN, StageReport
 from caseforge.stopping import RunStopped, stop_of
@@ -61,10 +61,22 @@ class StageOutcome:
             "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
             "known_problems": c.get(KNOWN, 0),
             "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
+            **llm_cost_columns(c),
             "duration_s": round(self.duration_s, 2),
             "problems": len(self.failures or ([self.status] if self.failed else [])),
             "note": self.note,              # the problems themselves: each once, in the summary's own list
         }
+
+
+def llm_cost_columns(counts: dict) -> dict:
+    """What a stage's LLM calls cost tonight (its run's counts, caseforge.session.add_llm_cost), and per item it
+    kept (its `new` and `changed` records)."""
+    tokens = counts.get("llm_prompt_tokens", 0) + counts.get("llm_completion_tokens", 0)
+    kept = counts.get("new", 0) + counts.get("changed", 0)
+    return {"prompt_tokens": counts.get("llm_prompt_tokens", 0),
+            "completion_tokens": counts.get("llm_completion_tokens", 0),
+            "model_s": round(counts.get("llm_model_ms", 0) / 1000, 1),
+            "tokens_per_kept": round(tokens / kept) if tokens and kept else None}
 
 
 @dataclass
@@ -292,6 +304,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     running: list[tuple[str, str]] = []
     con = None
     deferred = publish_at_end()        # the sources' runs write the local mirror; it is published once, below
+    inside = begin_work(run_id)        # the stages' runs are the nightly's (ops.runs.parent_run_id)
     try:
         planned = []
         for name in names:
@@ -341,6 +354,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
         raise
     finally:
+        end_work(inside)
         publish_after_each_run(deferred)
     con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
     if con is not None:
@@ -438,4 +452,7 @@ def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:
         totals[f"stages_{o.status}"] = totals.get(f"stages_{o.status}", 0) + 1
         for key in ("fetched", "new_payloads", "new", "changed", "quarantined", "llm_calls", "cache_hits"):
             totals[key] = totals.get(key, 0) + o.counts.get(key, 0)
+        for key in LLM_COST_COUNTS:         # what the night's LLM calls cost: only when it made any
+            if key in o.counts:
+                totals[key] = totals.get(key, 0) + o.counts[key]
     return totals

@@ -24,8 +24,10 @@ CALL_COLUMNS = pa.schema([
     ("template_id", pa.string()), ("template_sha", pa.string()), ("request", pa.string()),
     ("response_text", pa.string()), ("parsed", pa.string()), ("status", pa.string()), ("error", pa.string()),
     ("attempts", pa.int32()), ("prompt_tokens", pa.int32()), ("completion_tokens", pa.int32()),
-    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")),
+    ("latency_ms", pa.float64()), ("created_at", pa.timestamp("us", tz="UTC")), ("served_model", pa.string()),
+    ("run_id", pa.int64()),
 ])
+ADDED_COLUMNS = ("served_model", "run_id")     # migration 160: absent from shards an older worker wrote
 
 
 def cached_identities(con: duckdb.DuckDBPyConnection, identities: list[str], ok_only: bool = False) -> set[str]:
@@ -72,3 +74,20 @@ def store_calls(con: duckdb.DuckDBPyConnection, calls: pa.Table, refresh: bool =
             con.execute(sql_text("llm/store_calls.sql"), {"refresh": refresh})
     finally:
         con.unregister("llm_call_rows")
+
+
+def release_cost(con: duckdb.DuckDBPyConnection, stages: list[dict]) -> list[dict]:
+    """What the cached answers of a release's stages (dicts with stage, model, template_sha: the card's "stages")
+    cost when they were made, per stage, model and served model (sql/llm/release_cost.sql)."""
+    if not stages:
+        return []
+    wanted = pa.table({name: pa.array([str(s.get(name)) if s.get(name) is not None else None for s in stages],
+                                      pa.string()) for name in ("stage", "model", "template_sha")})
+    con.register("release_stages", wanted)
+    try:
+        cursor = con.execute(sql_text("llm/release_cost.sql"))
+        columns = [d[0] for d in cursor.description]
+        return [dict(zip(columns, row)) for row in cursor.fetchall()]
+    finally:
+        con.unregister("release_stages")
+

@@ -1,14 +1,18 @@
 """One check of the whole LLM configuration (`caseforge llm check`): for every step of the pipelines asked
-about, the backend, model and endpoint each role resolves to, and one tiny structured request per distinct
-backend, model and endpoint.
+about, the backend, model and endpoint each role resolves to, and two tiny requests per distinct backend, model
+and endpoint.
 
-The probe asks for a single word but sends a JSON schema that only a constrained answer meets
+The structured probe asks for a single word but sends a JSON schema that only a constrained answer meets
 ({"caseforge_check": "ready"}): a server that honours the schema answers with that object, one that ignores
-it answers in prose. What can go wrong, each one problem of its own line:
+it answers in prose. The free-text probe asks the same without a schema, as `llm ping` does and as the prose
+steps do: a grammar forces a non-empty answer, so only a request without one shows a model that writes nothing
+(Gemma served without its chat format). What can go wrong, each one problem of its own line:
 
 - a role without a model (the choice itself fails);
+- an endpoint that does not serve the model configured (its /v1/models, or the answer's `model`, names
+  another: caseforge.llm.backends.openai_compat.ServedModelMismatch);
 - an endpoint that does not answer (refused, timed out, 5xx, 401/404), naming its URL;
-- an empty answer (a chat template the server lacks, e.g. llama_cpp.server without --chat_format);
+- an empty answer to either probe (a chat template the server lacks, e.g. llama_cpp.server without --chat_format);
 - an answer that is not the schema's object: the server ignored the schema (the `structured` option names
   how it is sent; each server expects its own).
 """
@@ -50,11 +54,11 @@ class Probe:
     uses: list[Use] = field(default_factory=list)
     answer: str | None = None
     latency_ms: float | None = None
-    problem: str | None = None
+    problems: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        return "ok" if self.problem is None and self.answer is not None else "failed" if self.problem else "-"
+        return "failed" if self.problems else "ok" if self.answer is not None else "-"
 
     def who(self) -> str:
         roles = sorted({u.role for u in self.uses})
@@ -123,48 +127,74 @@ def group(uses: list[Use]) -> list[Probe]:
     return list(probes.values())
 
 
+PROBE_TEXT = "Reply with the single word: ready"
+EMPTY_HINT = "the server may lack the model's chat template (llama_cpp.server: --chat_format, e.g. gemma or chatml)"
+
+
 def probe_request() -> LLMRequest:
-    return LLMRequest(key="check", messages=[{"role": "user", "content": "Reply with the single word: ready"}],
+    return LLMRequest(key="check", messages=[{"role": "user", "content": PROBE_TEXT}],
                       params=SamplingParams(max_tokens=32), template_id="llm-check", template_sha="-",
                       json_schema=PROBE_SCHEMA)
 
 
-def send_probe(probe: Probe, timeout_s: float = 30.0) -> None:
-    """Send the tiny structured request of one probe and say what was wrong, if anything."""
+def free_text_request() -> LLMRequest:
+    """The probe without a schema (`llm check`'s second request, `llm ping`'s only one)."""
+    return LLMRequest(key="free-text", messages=[{"role": "user", "content": PROBE_TEXT}],
+                      params=SamplingParams(max_tokens=8), template_id="llm-ping", template_sha="-")
+
+
+def probe_timeout(options: dict, flag: float | None, default: float) -> float:
+    """How long a probe may wait: the command's flag when given (it wins over the settings file), else the
+    settings' timeout_s, at most `default`."""
+    if flag is not None:
+        return float(flag)
+    return min(float(options.get("timeout_s", default)), default)
+
+
+def send_probe(probe: Probe, timeout_s: float | None = None, default_timeout_s: float = 60.0) -> None:
+    """Send the structured and the free-text request of one probe and say what was wrong, if anything."""
+    from caseforge.llm.backends.openai_compat import ServedModelMismatch
+
     choice = probe.uses[0].choice
     if choice.backend == "replay":          # nothing to ask: the file is the answer
         try:
             backend_for(choice)
             probe.answer = "(replay file readable)"
         except Exception as exc:        # noqa: BLE001 - reported as the probe's problem
-            probe.problem = f"{probe.who()}: {type(exc).__name__}: {exc}"
+            probe.problems.append(f"{probe.who()}: {type(exc).__name__}: {exc}")
         return
     options = dict(choice.options)
     if choice.backend == "openai":
-        options.update(timeout_s=min(float(options.get("timeout_s", timeout_s)), timeout_s), max_retries=1)
+        options.update(timeout_s=probe_timeout(options, timeout_s, default_timeout_s), max_retries=1)
     try:
         backend = backend_for(replace(choice, options=options))
-        [completion] = backend.complete_batch([probe_request()])
+        structured, free_text = backend.complete_batch([probe_request(), free_text_request()])
+    except ServedModelMismatch as exc:
+        probe.problems.append(f"{probe.who()}: {exc}")
+        return
     except Exception as exc:            # noqa: BLE001 - the point of the check is to say why
-        probe.problem = f"{probe.who()} did not answer: {type(exc).__name__}: {exc}"
+        probe.problems.append(f"{probe.who()} did not answer: {type(exc).__name__}: {exc}")
         return
-    probe.latency_ms = None if completion.latency_s is None else completion.latency_s * 1000
-    if completion.error:
-        verb = "did not answer" if not completion.answered else "refused the request"
-        probe.problem = f"{probe.who()} {verb}: {completion.error}"
-        return
-    text = (completion.text or "").strip()
+    probe.latency_ms = None if structured.latency_s is None else structured.latency_s * 1000
+    for completion in (structured, free_text):
+        if completion.error:
+            verb = "did not answer" if not completion.answered else "refused the request"
+            probe.problems.append(f"{probe.who()} {verb}: {completion.error}")
+            return                      # the endpoint's problem: once, not once per probe
+    text = (structured.text or "").strip()
     probe.answer = text
     if not text:
-        probe.problem = (f"{probe.who()} answered with empty content: the server may lack the model's chat "
-                         "template (llama_cpp.server: --chat_format, e.g. gemma or chatml)")
-        return
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if parsed != PROBE_ANSWER:
-        how = probe.structured
-        hint = (f"; the schema was sent as structured = \"{how}\" (for {STRUCTURED_HINT.get(how, how)}): set "
-                "structured to what this server reads (vllm, openai or llamacpp)") if how else ""
-        probe.problem = f"{probe.who()} ignores the JSON schema: answered {text[:60]!r}{hint}"
+        probe.problems.append(f"{probe.who()} answered with empty content: {EMPTY_HINT}")
+    else:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if parsed != PROBE_ANSWER:
+            how = probe.structured
+            hint = (f"; the schema was sent as structured = \"{how}\" (for {STRUCTURED_HINT.get(how, how)}): set "
+                    "structured to what this server reads (vllm, openai or llamacpp)") if how else ""
+            probe.problems.append(f"{probe.who()} ignores the JSON schema: answered {text[:60]!r}{hint}")
+    if text and not (free_text.text or "").strip():     # an empty structured answer said it already
+        probe.problems.append(f"{probe.who()} answered a request without a schema (as the prose steps send) with "
+                              f"empty content: {EMPTY_HINT}")

@@ -1,10 +1,11 @@
 """Test doubles for the LLM layer: a scripted OpenAI-compatible server on loopback.
 
 `ScriptedOpenAIServerDouble` speaks just enough HTTP/1.1 (keep-alive, Content-Length) to stand in
-for /v1/chat/completions. A script decides each answer; the double records every request body and
-the most requests it ever had in flight, so tests can check what the client really sent. A reply can also
-misbehave as hostile endpoints do: a body fed a byte at a time (`drip_s`) or a connection cut mid-body
-(`cut_after`).
+for /v1/chat/completions and /v1/models. It serves the model names `models` lists (as /v1/models says, and as
+each answer's `model` field says unless the script's reply names another). A script decides each answer;
+the double records every request body and the most requests it ever had in flight, so tests can check what
+the client really sent. A reply can also misbehave as hostile endpoints do: a body fed a byte at a time
+(`drip_s`) or a connection cut mid-body (`cut_after`).
 It is for tests and benchmarks only — never a model.
 """
 from __future__ import annotations
@@ -27,9 +28,9 @@ class ScriptedReply:
 
 
 def chat_reply(content: str, prompt_tokens: int = 5, completion_tokens: int = 3, **extra) -> ScriptedReply:
-    """A well-formed chat completion whose message content is `content`."""
+    """A well-formed chat completion whose message content is `content` (its `model`: the one asked for)."""
     return ScriptedReply(200, {
-        "id": "double", "object": "chat.completion", "model": "double",
+        "id": "double", "object": "chat.completion",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
@@ -40,6 +41,8 @@ def echo_last_user_message(body: dict, call_number: int) -> ScriptedReply:
     return chat_reply(json.dumps({"echo": body["messages"][-1]["content"]}))
 
 
+DOUBLE_MODEL = "double-model"       # the name the double serves unless told others
+
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
 
@@ -47,8 +50,10 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requ
 class ScriptedOpenAIServerDouble:
     """Loopback server; `script(body, call_number)` → ScriptedReply (call_number counts from 1)."""
 
-    def __init__(self, script=echo_last_user_message, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, script=echo_last_user_message, host: str = "127.0.0.1", port: int = 0,
+                 models: tuple[str, ...] = (DOUBLE_MODEL,)):
         self.script = script
+        self.models = tuple(models)
         self.host = host
         self.port = port
         self.bodies: list[dict] = []
@@ -110,7 +115,7 @@ class ScriptedOpenAIServerDouble:
 
     async def _reply(self, method: str, path: str, raw: bytes) -> ScriptedReply:
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return ScriptedReply(200, {"object": "list", "data": [{"id": "double", "object": "model"}]})
+            return ScriptedReply(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return ScriptedReply(404, {"error": f"no route {method} {path}"})
         self.calls += 1
@@ -121,6 +126,8 @@ class ScriptedOpenAIServerDouble:
             body = json.loads(raw)
             self.bodies.append(body)
             reply = self.script(body, number)
+            if isinstance(reply.body, dict) and "choices" in reply.body and "model" not in reply.body:
+                reply = ScriptedReply(**{**reply.__dict__, "body": {**reply.body, "model": body.get("model")}})
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             return reply
@@ -174,8 +181,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency-s", type=float, default=0.1)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--models", default=DOUBLE_MODEL, help="comma-separated model names it serves")
     args = parser.parse_args()
-    server = ScriptedOpenAIServerDouble(fixed_latency_script(args.latency_s), port=args.port).start()
+    server = ScriptedOpenAIServerDouble(fixed_latency_script(args.latency_s), port=args.port,
+                                        models=tuple(args.models.split(","))).start()
     print(server.port, flush=True)
     threading.Event().wait()
 

@@ -38,6 +38,7 @@ from caseforge.llm.reply_bounds import UnboundedReply, longest_reply
 from caseforge.llm.types import Completion, Failure, FreeText, JobResult, LLMRequest
 from caseforge.progress import Progress
 from caseforge.settings import load_settings
+from caseforge.run_record import current_run
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +276,8 @@ def _parse(completion: Completion, output_model: type[BaseModel]) -> tuple[BaseM
 
 
 def _call_row(step, backend, identity, request, completion, parsed, error, attempts, spent: _Spent) -> tuple:
-    """One ops.llm_calls row, in CALL_COLUMNS order (tokens and latency summed over the attempts)."""
+    """One ops.llm_calls row, in CALL_COLUMNS order (tokens and latency summed over the attempts), with the model
+    that served it (as the backend said) and the run that asked."""
     return (
         identity, step, backend.name, backend.model, request.template_id, request.template_sha,
         request.model_dump_json(), completion.text, None if parsed is None else parsed.model_dump_json(),
@@ -283,6 +285,7 @@ def _call_row(step, backend, identity, request, completion, parsed, error, attem
         None if parsed is not None else (error or "no output"),
         attempts, spent.prompt_tokens, spent.completion_tokens,
         None if spent.latency_s is None else spent.latency_s * 1000.0, datetime.now(timezone.utc),
+        completion.served_model, current_run(),
     )
 
 

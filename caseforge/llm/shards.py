@@ -27,9 +27,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from caseforge.llm.cache import CALL_COLUMNS, UNANSWERED, cached_identities, store_calls
+from caseforge.llm.cache import ADDED_COLUMNS, CALL_COLUMNS, UNANSWERED, cached_identities, store_calls
 from caseforge.llm.parsing import InvalidOutput, parse_output, schema_for, schema_output_model
 from caseforge.llm.types import FreeText, LLMRequest
+from caseforge.run_record import current_run
 from caseforge.store import Store
 
 WORKER_METADATA = b"caseforge.worker"
@@ -110,6 +111,9 @@ def rows_bytes(rows: pa.Table, worker: dict | None = None) -> bytes:
 def read_rows(data: bytes, where: str) -> tuple[pa.Table, dict | None]:
     """Parquet bytes as CALL_COLUMNS, and the worker that answered them (from the metadata)."""
     table = pq.read_table(io.BytesIO(data))
+    for name in ADDED_COLUMNS:          # a shard an older worker wrote: nothing recorded
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, CALL_COLUMNS.field(name).type))
     missing = set(CALL_COLUMNS.names) - set(table.column_names)
     if missing:
         raise ValueError(f"{where}: not an LLM shard (missing columns: {', '.join(sorted(missing))})")
@@ -169,6 +173,10 @@ def merge_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, output_model: typ
     merging again changes nothing). With `output_model`, answers are parsed into it first (parse_into)."""
     if output_model is not None:
         rows = parse_into(rows, output_model)
+    run = current_run()
+    if run is not None:         # a worker has no run of its own: its answers are the run's that merges them
+        asked = pc.fill_null(rows.column("run_id"), pa.scalar(run, pa.int64()))
+        rows = rows.set_column(rows.schema.get_field_index("run_id"), "run_id", asked)
     store_calls(con, rows, refresh)
 
     def total(name: str) -> int:

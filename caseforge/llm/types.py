@@ -59,7 +59,9 @@ class Completion:
     another attempt cannot do better (the prompt does not fit the context window, the server refused
     the request as malformed). `answered` False means no answer came at all (the endpoint was down, cut
     the connection or missed its deadline, the engine failed): the error says nothing about the request,
-    so it is not cached as the request's answer and the next run asks again."""
+    so it is not cached as the request's answer and the next run asks again. `served_model` is the model that
+    answered, as the backend knows it (the endpoint's `model` field, the model file loaded): ops.llm_calls keeps
+    it beside the answer."""
 
     text: str | None
     prompt_tokens: int | None = None
@@ -69,6 +71,7 @@ class Completion:
     finish_reason: str | None = None
     retryable: bool = True
     answered: bool = True
+    served_model: str | None = None
 
 
 @dataclass

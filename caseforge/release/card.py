@@ -43,7 +43,8 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
     the release carries; required for the front matter's licence), language [codes], task_categories, tags,
     sources (names of LICENCES), distributions {name: {value: count}}, distribution_notes {name: what its values
     mean (every value that is not self-explanatory)}, quality [rows], stages [{stage, model,
-    template_id, template_sha}], build (how it was built, Markdown), intended_use, limitations, citation
+    template_id, template_sha}], llm_cost [caseforge.llm.cache.release_cost rows: what the answers behind the
+    stages cost], build (how it was built, Markdown), intended_use, limitations, citation
     (BibTeX of the method the release follows), notes."""
     card = release.card
     parts = ["---", *front_matter(dataset, release), "---", "", f"# {card.get('title', dataset)}", ""]
@@ -73,6 +74,7 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
         keys = ["stage", "model", "template_id", "template_sha"]
         rows = [[s.get(k) for k in keys] for s in sorted(card["stages"], key=lambda s: json.dumps(s, sort_keys=True))]
         parts += ["### Models and prompts per stage", "", md_table(keys, rows), ""]
+    parts += cost_section(card.get("llm_cost"), release.main_rows())
     if card.get("quality"):
         keys = ["table_name", "suite", "success", "rows_checked", "rows_failed", "batch_rejected", "batches"]
         rows = [[q.get(k) for k in keys] for q in sorted(card["quality"], key=lambda q: str(q.get("table_name")))]
@@ -107,6 +109,33 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
               f"{release.data_date or 'unknown'}.", "",
               f"`{CROISSANT}` holds the Croissant 1.1 metadata; every file's sha256 is in `{MANIFEST}`.", ""]
     return "\n".join(parts)
+
+
+COST_KEYS = ["stage", "model", "served_model", "calls", "prompt_tokens", "completion_tokens", "model_s"]
+
+
+def cost_section(costs: list[dict] | None, items: int) -> list[str]:
+    """"What it cost to make": the cached LLM answers behind the release's stages (caseforge.llm.cache.release_cost)
+    with the models that served them, as recorded, and the cost per released item. None: the release names no LLM
+    stage."""
+    if costs is None:
+        return []
+    lines = ["### What it cost to make", ""]
+    if not costs:
+        return lines + ["No LLM answer of its stages is in the cache that built it.", ""]
+    rows = [[c["stage"], c["model"], c["served_model"], c["calls"], c["prompt_tokens"], c["completion_tokens"],
+             f"{c['model_ms'] / 1000:.1f}"] for c in costs]
+    calls, prompt, completion, model_ms = (sum(c[k] for c in costs) for k in ("calls", "prompt_tokens",
+                                                                               "completion_tokens", "model_ms"))
+    lines += ["Every answer of the models and prompts above that the cache holds, as it was made (those behind items "
+              "the checks removed too: what the kept ones cost to make); a request answered from the cache was paid "
+              "for once. `served_model` is the model that answered, as the endpoint or engine said; `not recorded`: "
+              "answered before caseforge recorded it. `model_s`: the seconds from sending each request to its whole "
+              "answer, summed.", "", md_table(COST_KEYS, rows), ""]
+    per_item = (f": per released item ({items:,}), {(prompt + completion) / items:,.0f} tokens and "
+                f"{model_ms / 1000 / items:,.2f} model-seconds") if items else ""
+    return lines + [f"Altogether {calls:,} calls, {prompt:,} prompt and {completion:,} completion tokens, "
+                    f"{model_ms / 1000:,.1f} model-seconds{per_item}.", ""]
 
 
 def _yaml(value) -> str:

@@ -44,6 +44,7 @@ class Release:
     path: Path | str               # the release folder, or on a store the URL of the release's own folder
     files: dict[str, str]          # relative path -> sha256
     manifest_sha256: str
+    unchanged: bool = False        # the same release was already there (a store: nothing was uploaded)
 
 
 def _cell(value):
@@ -198,6 +199,8 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
     else:
         final, target = prepare_release_folder(local_folder(folder), dataset), None
         previous = _previous_release(final)
+    before = (target.current or {}).get("manifest_sha256") if target is not None else \
+        (_sha256(final / MANIFEST) if (final / MANIFEST).is_file() else None)
     with staged_folder(final) if target is None else uploaded_when_done(target) as staging:
         (staging / "data").mkdir()
         arrow = {name: canonical_order(typed_table(dataset, name, frame, types or {}))
@@ -245,7 +248,9 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         manifest = "".join(f"{sha}  {rel}\n" for rel, sha in sorted(files.items()))
         (staging / MANIFEST).write_text(manifest, encoding="utf-8", newline="\n")
     where = final if target is None else f"{target.store.url}/{release_folder_name(version)}"
-    return Release(where, files, hashlib.sha256(manifest.encode()).hexdigest())
+    manifest_sha256 = hashlib.sha256(manifest.encode()).hexdigest()
+    same_folder = target is None or (target.current or {}).get("folder") == release_folder_name(version)
+    return Release(where, files, manifest_sha256, unchanged=same_folder and before == manifest_sha256)
 
 
 def not_our_release(folder: Path, dataset: str) -> str | None:

@@ -19,11 +19,11 @@ from caseforge.atomic import link_atomically, staging_name
 from caseforge.warehouse.statements import IDENTIFIER, curated_tables, database_file, run_sql, table_exists, transaction
 
 # The ops tables the mirror carries besides curated, so `caseforge status`, `quality` and `llm stats` (and
-# queries on them) answer while a run holds the file. The archive, the LLM cache (its per-step statistics,
-# the view llm_call_stats, are mirrored) and the bookkeeping of single stages stay out: they are large or only
-# the pipeline reads them.
+# queries on them) answer while a run holds the file. The archive, the LLM cache (its per-step statistics and
+# what each run's calls cost, the views llm_call_stats and llm_run_costs, are mirrored) and the bookkeeping of
+# single stages stay out: they are large or only the pipeline reads them.
 MIRRORED_OPS_TABLES = ("runs", "nightly_stages", "quality_results", "quarantine", "input_fingerprints",
-                       "llm_call_stats")
+                       "llm_call_stats", "llm_run_costs")
 MIRROR_MANIFEST = "MIRROR.json"
 
 

@@ -4,10 +4,11 @@
 -- an answer at all. A refresh ($refresh) replaces an answer with any newer answer (an outage still never);
 -- the replaced answer was kept in ops.llm_call_history first (llm/keep_replaced_calls.sql).
 INSERT OR REPLACE INTO ops.llm_calls (identity, step, backend, model, template_id, template_sha, request,
-    response_text, parsed, status, error, attempts, prompt_tokens, completion_tokens, latency_ms, created_at)
+    response_text, parsed, status, error, attempts, prompt_tokens, completion_tokens, latency_ms, created_at,
+    served_model, run_id)
 SELECT s.identity, s.step, s.backend, s.model, s.template_id, s.template_sha, s.request,
     s.response_text, s.parsed, s.status, s.error, s.attempts, s.prompt_tokens, s.completion_tokens,
-    s.latency_ms, s.created_at
+    s.latency_ms, s.created_at, s.served_model, s.run_id
 FROM llm_call_rows s
 LEFT JOIN ops.llm_calls c ON c.identity = s.identity
 WHERE c.identity IS NULL

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from caseforge.llm.cache import release_cost
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.review.card import release_judge
 from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
@@ -82,6 +83,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     per_guide = run_sql(con, "aquaechr/counts_by_guide_strategy.sql").fetchall()
     removals = {reason: int(n) for reason, n in run_sql(con, "aquaechr/removal_reasons.sql").fetchall()}
     stats = distributions_of(pairs)
+    stages = card_rows(con, "aquaechr/build_steps.sql")
     card = {
         "title": "AQuAECHR (caseforge build)",
         "description": "Question–answer pairs from the ECHR case-law guides. Answers are guide sentences copied "
@@ -105,7 +107,8 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
                  "pairs below the threshold and near duplicates are removed (reasons counted below). Each row "
                  "names the question model and judge with their prompt hashes.",
         "sources": ["echr_guides", "hudoc", "aquaechr"],
-        "stages": card_rows(con, "aquaechr/build_steps.sql"),
+        "stages": stages,
+        "llm_cost": release_cost(con, stages),
         "quality": card_rows(con, "ops/quality_for_release.sql", [["aquaechr_qa", "guide_paragraphs",
                                                                    "guide_citations"]]),
         "distributions": {

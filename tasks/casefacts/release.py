@@ -5,6 +5,7 @@ from pathlib import Path
 
 import duckdb
 
+from caseforge.llm.cache import release_cost
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.review.card import release_judge
 from caseforge.tasks.casefacts.release_columns import COLUMNS
@@ -30,6 +31,12 @@ def split_use(splits: dict) -> str:
             f"`{'test' if only == 'train' else 'train'}`, so it offers no held-out evaluation of its own.")
 
 
+def llm_cost(con: duckdb.DuckDBPyConnection, stages: list[dict]) -> list[dict]:
+    """What the answers behind the card's stages cost (ops.casefacts_build_steps names a step without the
+    `casefacts.` its LLM calls are recorded under)."""
+    return release_cost(con, [{**s, "stage": f"casefacts.{s['stage']}"} for s in stages])
+
+
 def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     claims, types = release_rows(con, "casefacts/export_claims.sql")
     if claims.empty:
@@ -41,6 +48,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     window_lines = "\n".join(f"- {w['kind']}: [{w['low']}, {w['high']}] from {w['positives']} detected among "
                              f"{w['judged']} judged samples ({w['method']})" for w in windows)
     quality = card_rows(con, "ops/quality_for_release.sql", [["casefacts_claims"]])
+    stages = card_rows(con, "casefacts/build_steps.sql")
     card = {
         "title": "CaseFacts (caseforge build)",
         "description": "Plain-language legal claims labelled SUPPORTED, REFUTED or OVERRULED against U.S. Supreme "
@@ -69,7 +77,8 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         "distributions": {f"label ({split})": {str(k): int(v) for k, v in part["label"].value_counts().items()}
                           for split, part in splits.items()},
         "quality": quality,
-        "stages": card_rows(con, "casefacts/build_steps.sql"),
+        "stages": stages,
+        "llm_cost": llm_cost(con, stages),
         "notes": "Similarity windows calibrated from judged samples:\n\n" + (window_lines or "- none recorded"),
     }
     return write_release(folder, DATASET, splits, card,

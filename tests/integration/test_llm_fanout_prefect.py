@@ -117,6 +117,15 @@ def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_with_the
     assert zombie["actions"][0]["type"] == "change-flow-run-state" and zombie["actions"][0]["state"] == "CRASHED"
 
 
+def readme_gpu_worker() -> str:
+    """README's `prefect worker start` for the GPU pool, as written (step 4 of Deploying)."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.findall(r"`(prefect worker start --pool caseforge-gpu[^`]*)`", readme)
+    assert found and all("--limit" in command for command in found), found   # never every shard at once
+    [command] = [command for command in found if command.endswith("--limit 1")]    # one per GPU
+    return command
+
+
 def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = False,
                  queues: tuple[str, ...] = ("default",)) -> subprocess.Popen:
     """A process worker in an empty folder with a HOME of its own: it gets the API URL, the store's
@@ -130,9 +139,9 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_WORKER_QUERY_SECONDS": "1",
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
     log = (server.home / f"{name}.log").open("w")
-    command = ([sys.executable, "-m", "caseforge.runtime.warm_worker"] if warm else
-               [sys.executable, "-m", "prefect", "worker", "start", "--type", "process", "--limit", "1"])
-    process = subprocess.Popen([*command, "--pool", POOL, "--name", name, *(f"--work-queue={q}" for q in queues)],
+    command = ([sys.executable, "-m", "caseforge.runtime.warm_worker", "--pool", POOL] if warm else
+               [sys.executable, "-m", *readme_gpu_worker().replace("caseforge-gpu", POOL).split()])
+    process = subprocess.Popen([*command, "--name", name, *(f"--work-queue={q}" for q in queues)],
                                cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server.processes.append(process)
     return process
@@ -162,7 +171,7 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
     server.prefect("work-pool", "create", POOL, "--type", "process")
     server.prefect("deploy", "--prefect-file", str(prefect_file), "--all", "--no-prompt")
     script = FactualityScript()
-    double = ScriptedOpenAIServerDouble(script).start()
+    double = ScriptedOpenAIServerDouble(script, models=("double-model", "double-validator")).start()
     workers, folders = {}, {}
     for name, warm, queues in (("gpu-worker-a", False, ("default",)), ("gpu-worker-b", True, ("default", "warm"))):
         folders[name] = work / name

@@ -20,8 +20,14 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
+QWEN, GEMMA = "Qwen/Qwen2.5-7B-Instruct", "google/gemma-3-27b-it"     # what the doubles serve
+
+
 def honours_schema(body: dict, call_number: int):
-    """A server double that answers what the schema it was sent allows (vLLM's structured_outputs)."""
+    """A server double that answers what the schema it was sent allows (vLLM's structured_outputs), and in a word
+    when no schema is sent."""
+    if "structured_outputs" not in body:
+        return chat_reply("ready")
     assert body["structured_outputs"]["json"]["required"] == ["caseforge_check"]
     return chat_reply(json.dumps(PROBE_ANSWER))
 
@@ -50,11 +56,12 @@ def problems(err: str) -> list[str]:
 
 
 def test_a_configuration_that_works_is_checked_with_one_request_per_endpoint_and_model(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as writer, ScriptedOpenAIServerDouble(honours_schema) as checker:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer, \
+            ScriptedOpenAIServerDouble(honours_schema, models=(GEMMA,)) as checker:
         settings(tmp_path, writer.base_url, checker.base_url)
         assert main(["llm", "check", "--format", "json"]) == 0
         rows = json.loads(capsys.readouterr().out)
-        assert len(writer.bodies) == 1 and len(checker.bodies) == 1
+        assert len(writer.bodies) == 2 and len(checker.bodies) == 2      # with and without the schema
     by_step = {(r["pipeline"], r["step"], r["role"]): r for r in rows}
     factuality = by_step[("build casefacts", "casefacts.factuality", "validator")]
     assert (factuality["model"], factuality["endpoint"], factuality["check"]) == (
@@ -65,7 +72,7 @@ def test_a_configuration_that_works_is_checked_with_one_request_per_endpoint_and
 
 
 def test_a_role_without_a_model_is_one_line_naming_the_role_and_its_flag(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as server:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN, GEMMA)) as server:
         settings(tmp_path, server.base_url, server.base_url, validator=None)
         assert main(["llm", "check"]) == 2
     [line] = problems(capsys.readouterr().err)
@@ -75,7 +82,7 @@ def test_a_role_without_a_model_is_one_line_naming_the_role_and_its_flag(tmp_pat
 
 def test_an_endpoint_that_does_not_answer_is_one_line_naming_role_model_and_url(tmp_path, capsys):
     dead = f"http://127.0.0.1:{closed_port()}/v1"
-    with ScriptedOpenAIServerDouble(honours_schema) as writer:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer:
         settings(tmp_path, writer.base_url, dead)
         assert main(["llm", "check", "--timeout-s", "5"]) == 2
     [line] = problems(capsys.readouterr().err)
@@ -83,8 +90,8 @@ def test_an_endpoint_that_does_not_answer_is_one_line_naming_role_model_and_url(
 
 
 def test_a_server_answering_empty_content_is_one_line(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as writer, \
-            ScriptedOpenAIServerDouble(lambda body, n: chat_reply("")) as empty:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer, \
+            ScriptedOpenAIServerDouble(lambda body, n: chat_reply(""), models=(GEMMA,)) as empty:
         settings(tmp_path, writer.base_url, empty.base_url)
         assert main(["llm", "check"]) == 2
     [line] = problems(capsys.readouterr().err)
@@ -93,8 +100,8 @@ def test_a_server_answering_empty_content_is_one_line(tmp_path, capsys):
 
 
 def test_a_server_that_ignores_the_schema_is_one_line_saying_how_it_was_sent(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as writer, \
-            ScriptedOpenAIServerDouble(lambda body, n: chat_reply("Ready!")) as prose:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer, \
+            ScriptedOpenAIServerDouble(lambda body, n: chat_reply("Ready!"), models=(GEMMA,)) as prose:
         settings(tmp_path, writer.base_url, prose.base_url)
         assert main(["llm", "check"]) == 2
     [line] = problems(capsys.readouterr().err)
@@ -103,14 +110,14 @@ def test_a_server_that_ignores_the_schema_is_one_line_saying_how_it_was_sent(tmp
 
 
 def test_a_checker_of_the_writers_family_is_a_problem_where_the_pipeline_refuses_it(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as server:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN, GEMMA)) as server:
         (tmp_path / "caseforge.toml").write_text(
             f'[llm]\nbackend = "openai"\nmodel = "Qwen/Qwen2.5-7B-Instruct"\n'
             f'[llm.backends.openai.options]\nbase_url = "{server.base_url}"\n'
             f'[nightly.evaluations.casegen]\nmodels = ["Qwen/Qwen2.5-7B-Instruct"]\n'
             f'[nightly.builders.casefacts]\nallow_same_family = true\n')
         assert main(["llm", "check"]) == 2
-        assert len(server.bodies) == 1          # one model, one endpoint: one request
+        assert len(server.bodies) == 2          # one model, one endpoint: one request with the schema, one without
     err = capsys.readouterr().err
     # CaseGen's evaluation refuses a judge of the judged model's family; CaseFacts is allowed here, AQuAECHR warns
     [line] = problems(err)
@@ -119,16 +126,16 @@ def test_a_checker_of_the_writers_family_is_a_problem_where_the_pipeline_refuses
 
 
 def test_no_requests_resolves_the_configuration_only(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema) as server:
+    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN, GEMMA)) as server:
         settings(tmp_path, server.base_url, server.base_url)
         assert main(["llm", "check", "--no-requests"]) == 0
         assert server.bodies == []
 
 
 def test_ping_fails_on_an_empty_answer_and_names_the_url_it_tried(capsys):
-    with ScriptedOpenAIServerDouble(lambda body, n: chat_reply("")) as server:
-        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 1
+    with ScriptedOpenAIServerDouble(lambda body, n: chat_reply(""), models=("m",)) as server:
+        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 2
         assert f"openai:m at {server.base_url} answered with empty content" in capsys.readouterr().err
     dead = f"http://127.0.0.1:{closed_port()}/v1"
-    assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", dead]) == 1
+    assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", dead]) == 2
     assert f"openai:m at {dead} did not answer" in capsys.readouterr().err

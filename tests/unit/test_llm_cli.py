@@ -65,11 +65,11 @@ def test_export_replay_writes_one_record_per_call(db_path, tmp_path, capsys):
 
 
 def test_ping_answers_and_reports_a_dead_endpoint(capsys):
-    with ScriptedOpenAIServerDouble(lambda body, n: chat_reply("ready")) as server:
+    with ScriptedOpenAIServerDouble(lambda body, n: chat_reply("ready"), models=("m",)) as server:
         assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 0
         assert f"openai:m at {server.base_url} answered" in capsys.readouterr().out
         server.script = lambda body, n: ScriptedReply(404, {"error": "no such model"})
-        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 1
+        assert main(["llm", "ping", "--llm", "openai", "--model", "m", "--base-url", server.base_url]) == 2
         assert "did not answer: HTTP 404" in capsys.readouterr().err
 
 

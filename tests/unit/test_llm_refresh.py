@@ -31,7 +31,8 @@ def answering(value: int):
 
 def test_two_backends_serving_one_model_name_share_answers_and_refresh_asks_again(db_path, tmp_path):
     con = connect(db_path)
-    with ScriptedOpenAIServerDouble(answering(1)) as first, ScriptedOpenAIServerDouble(answering(2)) as second:
+    with ScriptedOpenAIServerDouble(answering(1), models=("shared-model",)) as first, \
+            ScriptedOpenAIServerDouble(answering(2), models=("shared-model",)) as second:
         openai_one = OpenAIBackend("shared-model", base_url=first.base_url, max_retries=0)
         assert {o.value for o in run_job(con, "demo", openai_one, requests(), Number).outputs.values()} == {1}
         # the same model name behind another backend: answered from the cache, nothing asked
@@ -58,7 +59,7 @@ def row(identity: str, status: str, parsed: str | None, created: str) -> tuple:
     from datetime import datetime
 
     return (identity, "demo", "openai", "m", "t", "s", "{}", parsed, parsed if status == "ok" else None, status,
-            None if status == "ok" else "why", 1, 1, 1, 1.0, datetime.fromisoformat(created))
+            None if status == "ok" else "why", 1, 1, 1, 1.0, datetime.fromisoformat(created), None, None)
 
 
 @pytest.mark.parametrize("refresh", [False, True])

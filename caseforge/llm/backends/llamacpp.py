@@ -115,6 +115,7 @@ def _chat_template(path: Path) -> str | None:
 
 class LlamaCppBackend:
     name = "llamacpp"
+    served_model: str | None = None
 
     def __init__(self, model: str = DEFAULT_MODEL, model_path: str | Path | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, batch_size: int = 16, seed: int = 0, **_ignored):
@@ -125,6 +126,7 @@ class LlamaCppBackend:
                                f"(it compiles at install, about 5 minutes on 2 cores) ({exc})") from exc
         self.model = model
         self.model_path = resolve_model_path(model, model_path)
+        self.served_model = self.model_path.name        # what answers: the GGUF file loaded (ops.llm_calls)
         _silence_llama_cpp()
         self.batch_size = int(batch_size)   # answered one by one; this is only how often results are saved
         self.n_ctx = int(n_ctx)
@@ -201,4 +203,4 @@ class LlamaCppBackend:
         return Completion(text=text, prompt_tokens=usage.get("prompt_tokens"),
                           completion_tokens=usage.get("completion_tokens"), latency_s=latency,
                           finish_reason=choice.get("finish_reason"),
-                          error=None if text is not None else "empty message")
+                          error=None if text is not None else "empty message", served_model=self.served_model)

@@ -14,6 +14,15 @@ Completion(error=...) for that one request, never an exception; the rest are kep
 answer (no connection, a cut or late answer, 429/5xx, a 4xx that is not about the request such as 401 or
 404) has `answered=False`: the job does not cache it as the request's answer, so the next run asks again.
 
+What served is checked, not assumed: many servers (llama_cpp.server among them) answer whatever model name they
+are asked for. Before its first request a backend reads the endpoint's /v1/models: a model name it does not list
+is refused (ServedModelMismatch, one line naming the endpoint, the name configured and the names served) before
+anything is sent, and so is an answer whose `model` field names another model (an OpenAI-style dated snapshot,
+`gpt-4o` answered as `gpt-4o-2024-08-06`, is the same model). `served_model` declares the name the endpoint
+serves the model under when it is not `model` (vllm serve --served-model-name, llama_cpp.server --model_alias, or
+a server whose /v1/models lists nothing useful): it is the name sent and expected back, while `model` stays the
+name answers are cached and credited under. Each completion carries the name it was served under.
+
 Structured output styles:
   "vllm"     top-level `structured_outputs: {"json": schema}` (what `extra_body` sends to vllm serve)
   "openai"   `response_format: {"type": "json_schema", "json_schema": {...}}` (OpenAI proper)
@@ -38,7 +47,10 @@ import certifi
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from caseforge.llm.backends.served import ServedModelMismatch, described, listed_name, same_model
 from caseforge.llm.types import Completion, LLMRequest
+
+__all__ = ["OpenAIBackend", "ServedModelMismatch", "same_model"]
 
 STRUCTURED_STYLES = ("vllm", "openai", "llamacpp", "none")
 RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
@@ -78,6 +90,7 @@ class ChatCompletion(_Strict):
     """What caseforge reads of an OpenAI chat completion, with the types the API documents."""
     choices: list[ChatChoice] = Field(min_length=1)
     usage: ChatUsage | None = None
+    model: str | None = None
 
 
 def _shape_problem(error: ValidationError) -> str:
@@ -118,12 +131,14 @@ class OpenAIBackend:
                  concurrency: int = 32, timeout_s: float = 60.0, max_retries: int = 5,
                  structured: str = "vllm", batch_size: int | None = None, backoff_base_s: float = 0.5,
                  backoff_max_s: float = 30.0, sleep=None, transport: httpx.AsyncBaseTransport | None = None,
-                 max_answer_mb: float = 16.0, **_ignored):
+                 max_answer_mb: float = 16.0, served_model: str | None = None, **_ignored):
         if structured not in STRUCTURED_STYLES:
             raise ValueError(f"structured must be one of {', '.join(STRUCTURED_STYLES)}, got {structured!r}")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.model = model
+        self.served_name = str(served_model or model)     # sent as the request's model, and expected back
+        self.declared = bool(served_model)
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")     # CASEFORGE_OPENAI_BASE_URL: caseforge.llm.config
         self.api_key = api_key or None
         self.concurrency = int(concurrency)
@@ -139,6 +154,8 @@ class OpenAIBackend:
         self._transport = transport
         self._ssl_context: ssl.SSLContext | None = None
         self._completions_url = httpx.URL(self.base_url + "/chat/completions")
+        self._models_url = httpx.URL(self.base_url + "/models")
+        self._listed: str | None = None       # the name /v1/models listed, once checked
         self._headers = {"content-type": "application/json"}
         if self.api_key:
             self._headers["authorization"] = f"Bearer {self.api_key}"
@@ -147,7 +164,7 @@ class OpenAIBackend:
     # -- request body -------------------------------------------------------------------------
     def body_for(self, request: LLMRequest) -> dict:
         params = request.params
-        body = {"model": self.model, "messages": request.messages, "temperature": params.temperature,
+        body = {"model": self.served_name, "messages": request.messages, "temperature": params.temperature,
                 "top_p": params.top_p, "max_tokens": params.max_tokens}
         if params.seed is not None:
             body["seed"] = params.seed
@@ -217,16 +234,54 @@ class OpenAIBackend:
                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)))
                 for _ in range(min(self.concurrency, len(requests)))]
 
+            outage = await self._check_served(transports[0])
+            if outage is not None:           # nothing is sent: every request is unanswered, asked again next run
+                for index, _ in todo:
+                    finished.put((index, Completion(text=None, answered=False, error=outage)))
+                return
+
             async def work(transport: httpx.AsyncBaseTransport) -> None:
                 for index, request in todo:
                     finished.put((index, await self._complete_one(transport, request)))
 
             await asyncio.gather(*(work(transport) for transport in transports))
 
-    async def _post(self, transport: httpx.AsyncBaseTransport, payload: bytes) -> tuple[int, httpx.Headers, bytes]:
-        """(status, headers, body) of one POST; the body read as it arrives, within max_answer_bytes."""
-        request = httpx.Request("POST", self._completions_url, headers=self._headers, content=payload,
-                                extensions=self._extensions)
+    # -- what serves ---------------------------------------------------------------------------
+    async def _check_served(self, transport: httpx.AsyncBaseTransport) -> str | None:
+        """Read /v1/models once per backend: ServedModelMismatch when the name is not listed (or nothing useful is
+        listed and no served_model is declared); the reason when the endpoint cannot be asked (no answer, 401,
+        5xx after the retries: an outage, not a verdict on the model); None when it may be asked."""
+        if self._listed is not None:
+            return None
+        last = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    status, _, body = await self._send(transport, httpx.Request(
+                        "GET", self._models_url, headers=self._headers, extensions=self._extensions))
+            except (TimeoutError, httpx.TimeoutException):
+                last = f"timed out: no answer within {self.timeout_s:g}s"
+            except httpx.TransportError as exc:
+                last = f"connection problem: {type(exc).__name__}: {exc}"
+            except _Retryable as exc:
+                last = str(exc)
+            else:
+                if status in RETRY_STATUSES:
+                    last = f"HTTP {status}: {body[:200].decode('utf-8', errors='replace')}"
+                elif status in (401, 403):
+                    return (f"{self._models_url} refused the key: HTTP {status}: "
+                            f"{body[:200].decode('utf-8', errors='replace')}")
+                else:
+                    self._listed = listed_name(self.base_url, self.model, self.served_name, self.declared,
+                                               status, body)
+                    return None
+            if attempt < self.max_retries:
+                await self._sleep(self._backoff(attempt))
+        return f"gave up after {self.max_retries + 1} attempts to read {self._models_url}: {last}"
+
+    async def _send(self, transport: httpx.AsyncBaseTransport, request: httpx.Request
+                    ) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one request; the body read as it arrives, within max_answer_bytes."""
         response = await transport.handle_async_request(request)
         try:
             chunks, size = [], 0
@@ -239,6 +294,11 @@ class OpenAIBackend:
         finally:
             await response.aclose()
         return response.status_code, response.headers, b"".join(chunks)
+
+    async def _post(self, transport: httpx.AsyncBaseTransport, payload: bytes) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, body) of one POST to the chat completions."""
+        return await self._send(transport, httpx.Request("POST", self._completions_url, headers=self._headers,
+                                                         content=payload, extensions=self._extensions))
 
     async def _complete_one(self, transport: httpx.AsyncBaseTransport, request: LLMRequest) -> Completion:
         started = time.perf_counter()
@@ -291,10 +351,14 @@ class OpenAIBackend:
         except ValidationError as exc:
             raise _Retryable(f"HTTP {status} answer of the wrong shape: {_shape_problem(exc)}", answered=True) from None
         choice, usage = answer.choices[0], answer.usage or ChatUsage()
+        if answer.model is not None and not same_model(self.served_name, answer.model):
+            raise ServedModelMismatch(f"{self.base_url} answered a request for "
+                                      f"{described(self.model, self.served_name, self.declared)} as {answer.model!r}: "
+                                      "another model served it; refused, nothing cached")
         error = None if choice.message.content is not None else f"empty message (finish_reason={choice.finish_reason})"
         return Completion(text=choice.message.content, prompt_tokens=usage.prompt_tokens,
                           completion_tokens=usage.completion_tokens, latency_s=latency_s, error=error,
-                          finish_reason=choice.finish_reason)
+                          finish_reason=choice.finish_reason, served_model=answer.model or self._listed or None)
 
 
 class _Final(Exception):

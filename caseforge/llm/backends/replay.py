@@ -1,12 +1,14 @@
 """`replay`: answers from a recorded file of request identity → response.
 
 The file is JSONL, one object per line:
-    {"identity", "model", "step", "template", "key", "request", "response"}
+    {"identity", "model", "step", "template", "key", "request", "response", "served_model"}
 where `request` is the whole canonical request (LLMRequest.canonical: model, messages, sampling
 parameters, output schema, template id and hash) whose sha256 is `identity`. A request the file has
 no answer for is refused with ReplayMiss, which names the nearest recorded request and what differs
 from it (a field, or the first differing lines of a message): a replay never invents output, and a
-miss explains itself. Files recorded before requests were stored (no `request` key) still replay.
+miss explains itself. Files recorded before requests were stored (no `request` key) still replay. `served_model` is
+the model that served the recorded answer, as the cache recorded it (absent or null: not recorded); a replayed
+answer is recorded as served by it.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class ReplayRecord:
     key: str | None = None
     template: str | None = None
     request: dict | None = None
+    served_model: str | None = None
 
 
 def load_replay_file(path: Path) -> dict[str, ReplayRecord]:
@@ -48,7 +51,7 @@ def load_replay_file(path: Path) -> dict[str, ReplayRecord]:
         try:
             raw = json.loads(line)
             record = ReplayRecord(raw["identity"], raw["response"], raw.get("key"), raw.get("template"),
-                                  raw.get("request"))
+                                  raw.get("request"), raw.get("served_model"))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{number}: not a replay record ({exc})") from exc
         if record.request is not None and identity_of(record.request) != record.identity:
@@ -78,7 +81,8 @@ class ReplayBackend:
                 f"replay file {self.path} has no answer for {len(missing)} request(s); first: key={first.key} "
                 f"template={first.template_id} identity={first.identity(self.model)}; "
                 f"{explain_miss(first, self.model, list(self.records.values()))}")
-        return [Completion(text=self.records[r.identity(self.model)].response, latency_s=0.0) for r in requests]
+        found = [self.records[r.identity(self.model)] for r in requests]
+        return [Completion(text=record.response, latency_s=0.0, served_model=record.served_model) for record in found]
 
 
 def explain_miss(request: LLMRequest, model: str, records: list[ReplayRecord]) -> str:
@@ -157,13 +161,14 @@ def export_replay(con: duckdb.DuckDBPyConnection, path: Path, step: str | None =
         return 0
     # written whole or not at all, and only over a replay file (caseforge.outputs)
     with replacing_file(path, not_a_replay_file, "the replay file") as out:
-        for identity, model, call_step, template_id, request_json, response in rows:
+        for identity, model, call_step, template_id, request_json, response, served_model in rows:
             request = LLMRequest.model_validate_json(request_json)
             canonical = request.canonical(model)
             if identity_of(canonical) != identity:
                 raise ValueError(f"ops.llm_calls row {identity[:16]}… ({call_step}): its stored request does not "
                                  f"hash to its identity; the cache was written by another identity function")
             out.write(json.dumps({"identity": identity, "model": model, "step": call_step, "template": template_id,
-                                  "key": request.key, "request": canonical, "response": response},
+                                  "key": request.key, "request": canonical, "response": response,
+                                  "served_model": served_model},
                                  ensure_ascii=False, sort_keys=True) + "\n")
     return len(rows)

@@ -49,6 +49,7 @@ class VLLMBackend:
             options["max_model_len"] = int(max_model_len)
         options.update(engine_options or {})
         self.engine_options = options
+        self.served_model = str(options["model"])     # what answers: the model the engine loaded (ops.llm_calls)
         self.llm = self._vllm.LLM(**options)
 
     def sampling_params_for(self, request: LLMRequest):
@@ -77,14 +78,15 @@ class VLLMBackend:
             return [Completion(text=None, answered=False,
                                error=f"vllm returned {len(outputs)} outputs for {len(requests)} prompts")
                     for _ in requests]
-        return [self._completion(output, share) for output in outputs]
+        return [self._completion(output, share, self.served_model) for output in outputs]
 
     @staticmethod
-    def _completion(output, latency_s: float) -> Completion:
+    def _completion(output, latency_s: float, served_model: str | None = None) -> Completion:
         if not output.outputs:
             return Completion(text=None, latency_s=latency_s, error="vllm produced no output", answered=False)
         first = output.outputs[0]
         prompt_tokens = len(output.prompt_token_ids) if output.prompt_token_ids is not None else None
         # A truncated answer (finish_reason "length") goes to the parser, which says what is wrong.
         return Completion(text=first.text, prompt_tokens=prompt_tokens, completion_tokens=len(first.token_ids),
-                          latency_s=latency_s, finish_reason=getattr(first, "finish_reason", None))
+                          latency_s=latency_s, finish_reason=getattr(first, "finish_reason", None),
+                          served_model=served_model)
