@@ -131,7 +131,7 @@ def walkthrough(tmp_path, samples_dir, shared_server_cli_env):
 
 
 def test_the_serving_walkthrough_of_docs_llm_runs_as_written(walkthrough):
-    from caseforge.settings import table
+    from caseforge.settings import read_settings
 
     ports = {"generator": free_port(), "validator": free_port()}
     found = blocks(replaced(DOCS.read_text(encoding="utf-8"), ports))
@@ -143,7 +143,7 @@ def test_the_serving_walkthrough_of_docs_llm_runs_as_written(walkthrough):
     work = walkthrough.work
     generator = "HuggingFaceTB/SmolLM2-135M-Instruct"
     # `make run` caches the in-process models' answers under their own names: the page's build must not hit them
-    assert generator not in table("llm", "models", "llamacpp").values()
+    assert generator not in read_settings().file.llm.models["llamacpp"].values()
 
     # 0. the key; 1. serve; 2. one server for every role
     [key] = commands(by_kind[("key", None)])
