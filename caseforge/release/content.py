@@ -23,6 +23,7 @@ class ReleaseContent:
     fresh: FreshCutoff
     payload_digest: str | None = None
     payload_count: int = 0
+    harness: object | None = None           # the release's harness tasks: a caseforge.release.harness.HarnessSpec
 
     def split_names(self) -> list[str]:
         return sorted(n for n in self.tables if n != FRESH) + [FRESH]

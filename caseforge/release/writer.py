@@ -22,6 +22,7 @@ from caseforge.release.card import render_card
 from caseforge.release.content import ReleaseContent
 from caseforge.release.croissant import croissant
 from caseforge.release.fresh import _as_date, _previous_release, choose_cutoff, release_settings
+from caseforge.release.harness import HarnessSpec, write_harness
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA, PAYLOADS
 from caseforge.release.stored import (is_store_url, local_folder, prepare_store_release, release_folder_name,
                                       uploaded_when_done)
@@ -159,7 +160,7 @@ def _write_table(table: pa.Table, folder: Path, name: str) -> dict[str, str]:
 def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
                   source_payloads: pd.DataFrame | None = None, *, columns: dict[str, str], date_column: str,
                   types: dict[str, pa.DataType] | None = None, fresh_after: str | None = None,
-                  fresh_months: int | None = None) -> Release:
+                  fresh_months: int | None = None, harness: HarnessSpec | None = None) -> Release:
     """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
     `folder` may be a store URL (s3://bucket/prefix, gs://…): the release is written to a temporary folder, then
     uploaded to a folder of its own there and pointed to (caseforge.release.stored).
@@ -170,6 +171,7 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
     in every table, holding the date of the row's source document (decision or judgment date); it dates the
     release and picks the fresh split. `fresh_after` / `fresh_months`: the settings' `[release]` values unless
     given. `source_payloads`: optional frame with columns source, key, sha256 (the payloads behind the rows).
+    `harness`: the benchmark's harness tasks, written into harness/ (caseforge.release.harness).
     """
     if not dataset or "/" in dataset or dataset.startswith("."):
         raise ValueError(f"bad dataset name {dataset!r}")
@@ -213,7 +215,10 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         files.update(_write_table(arrow[FRESH], staging / "data", FRESH))
         data_date = newest.isoformat() if newest else None
         version = (f"{newest.year}.{newest.month}.{newest.day}" if newest else "0.0.0") + f"+{data_digest[:12]}"
-        content = ReleaseContent(card, dict(columns), date_column, arrow, files, data_digest, data_date, version, fresh)
+        content = ReleaseContent(card, dict(columns), date_column, arrow, files, data_digest, data_date, version, fresh,
+                                 harness=harness)
+        if harness is not None:
+            write_harness(staging, dataset, harness, content, PARQUET_OPTIONS)
         if source_payloads is not None:
             (staging / "provenance").mkdir()
             listed = source_payloads[["source", "key", "sha256"]].drop_duplicates()

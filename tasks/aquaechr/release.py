@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.aquaechr.harness import harness_spec
 from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
 from caseforge.warehouse.statements import run_sql
 
@@ -127,4 +128,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     payloads = run_sql(con, "aquaechr/release_payloads.sql").df()
     return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card,
                          source_payloads=payloads if not payloads.empty else None,
-                         columns=COLUMNS, types={**types, **TYPES}, date_column="source_date")
+                         columns=COLUMNS, types={**types, **TYPES}, date_column="source_date",
+                         harness=harness_spec(con))

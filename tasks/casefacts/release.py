@@ -6,6 +6,7 @@ from pathlib import Path
 import duckdb
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.casefacts.harness import harness_spec
 from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse.statements import run_sql
 
@@ -73,4 +74,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     }
     return write_release(folder, DATASET, splits, card,
                          source_payloads=run_sql(con, "casefacts/release_payloads.sql").df(),
-                         columns=COLUMNS, types=types, date_column="source_date")
+                         columns=COLUMNS, types=types, date_column="source_date",
+                         harness=harness_spec(con, splits))

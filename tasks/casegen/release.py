@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
+from caseforge.tasks.casegen.harness import harness_spec
 from caseforge.tasks.casegen.release_columns import COLUMNS, TYPES
 from caseforge.warehouse.statements import run_sql
 
@@ -59,4 +60,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     payloads = run_sql(con, "casegen/release_payloads.sql").df()
     return write_release(folder, DATASET, {"casegen_items": items}, card,
                          source_payloads=payloads if not payloads.empty else None,
-                         columns=COLUMNS, types={**types, **TYPES}, date_column="judgment_date")
+                         columns=COLUMNS, types={**types, **TYPES}, date_column="judgment_date",
+                         harness=harness_spec(con))
