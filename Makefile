@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAMPLES ?= $(or $(CASEFORGE_SAMPLES),../shared/samples)
 
-.PHONY: setup setup-workers run test test-smollm test-bench bench clean
+.PHONY: setup setup-workers setup-harness run test test-smollm test-bench bench clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,17 @@ $(VENV)/.workers: $(VENV)/.installed requirements-workers.lock
 
 setup-workers: $(VENV)/.workers
 
+# The harnesses a release's tasks run in (inspect-ai, lm-eval), pinned in requirements-harness.lock, in a venv of their
+# own without caseforge: the tests run every release's harness tasks there (tests/integration/test_release_harness.py).
+HARNESS_VENV := .venv-harness
+$(HARNESS_VENV)/.installed: requirements-harness.lock
+	$(PYTHON) -m venv $(HARNESS_VENV)
+	$(HARNESS_VENV)/bin/pip install --quiet --upgrade pip
+	$(HARNESS_VENV)/bin/pip install --quiet -r requirements-harness.lock
+	touch $@
+
+setup-harness: $(HARNESS_VENV)/.installed
+
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
 # caseforge exits 1 when the nightly ran to the end and reports what its gates refused (with the small packaged
 # models, what they wrote), 2 when it could not run (a missing samples folder, a busy warehouse). GNU make itself
@@ -36,7 +47,7 @@ run: setup
 	"is above; 130, 143: stopped by Ctrl-C, SIGTERM)" >&2; fi; \
 	exit $$code
 
-test: setup
+test: setup setup-harness
 	$(BIN)/python -m pytest -q
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
@@ -53,4 +64,4 @@ bench: setup
 	$(BIN)/python bench/oyez_parse.py
 
 clean:
-	rm -rf $(VENV) data
+	rm -rf $(VENV) $(HARNESS_VENV) data
