@@ -22,7 +22,7 @@ from caseforge.release.card import render_card
 from caseforge.release.content import ReleaseContent
 from caseforge.release.croissant import croissant
 from caseforge.release.fresh import _as_date, _previous_release, choose_cutoff, release_settings
-from caseforge.release.harness import HarnessSpec, write_harness
+from caseforge.release.harness import HarnessSpec, bytecode_of_listed, write_harness
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST, METADATA, PAYLOADS
 from caseforge.release.stored import (is_store_url, local_folder, prepare_store_release, release_folder_name,
                                       uploaded_when_done)
@@ -244,7 +244,8 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
 
 def not_our_release(folder: Path, dataset: str) -> str | None:
     """Why `folder` is not a caseforge release of `dataset` that write_release may replace (None: it is one):
-    its release.json names the dataset, and it holds nothing its manifest does not list."""
+    its release.json names the dataset, and it holds nothing its manifest does not list (but the bytecode Python
+    caches for the release's own harness files when they run in place)."""
     try:
         metadata = json.loads((folder / METADATA).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -260,7 +261,7 @@ def not_our_release(folder: Path, dataset: str) -> str | None:
     except ValueError:
         return f"has a {MANIFEST} caseforge did not write"
     found = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    extra = sorted(rel for rel in found if rel not in listed)
+    extra = sorted(rel for rel in found if rel not in listed and not bytecode_of_listed(rel, listed))
     if extra:
         more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
         return f"is a {dataset} release with file(s) it did not write ({', '.join(extra[:3])}{more})"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,17 @@ def write_harness(folder: Path, dataset: str, spec: HarnessSpec, release: Releas
         raise ValueError(f"{dataset}: lm-eval's task has one max_gen_toks; the variants ask for {sorted(tokens)}")
     text = (SHIPPED / "lm_eval" / task_file).read_text(encoding="utf-8").replace("@MAX_TOKENS@", str(tokens.pop()))
     (target / "lm_eval" / task_file).write_text(text, encoding="utf-8", newline="\n")
+
+
+_BYTECODE = re.compile(r"(?P<folder>(?:[^/]+/)*)__pycache__/(?P<stem>[^/.]+)\.[^/]+\.pyc")
+
+
+def bytecode_of_listed(rel: str, listed: set[str]) -> bool:
+    """Whether `rel` is the bytecode Python caches beside a .py file the release lists when it imports it: running
+    the harness tasks in place leaves harness/__pycache__/caseforge_harness.cpython-311.pyc, which is the release's
+    own file, not one someone else put there (caseforge.release.writer.not_our_release)."""
+    found = _BYTECODE.fullmatch(rel)
+    return bool(found) and f"{found['folder']}{found['stem']}.py" in listed
 
 
 def items_per_year(release: ReleaseContent) -> list[tuple[str, str, int]]:
