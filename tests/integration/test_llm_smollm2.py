@@ -4,13 +4,11 @@ Whatever the tiny model answers, the layer must account for every request: a par
 recorded failure with the raw text, never both, never neither.
 """
 import importlib.util
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
+import llama_server
 import pytest
 from pydantic import BaseModel, Field
 
@@ -71,42 +69,10 @@ def test_smollm2_in_process(db_path):
     assert result.backend_calls >= len(QUESTIONS) and result.completion_tokens > 0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def llama_cpp_server(tmp_path):
-    if importlib.util.find_spec("sse_starlette") is None or importlib.util.find_spec("starlette_context") is None:
-        pytest.skip("llama_cpp.server needs its [server] extra (sse-starlette, starlette-context)")
-    from caseforge.llm.backends.llamacpp import smollm2_gguf_path
-
-    port = free_port()
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf_path()),
-                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024",
-                               "--model_alias", "smollm2-135m-instruct"], stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {(tmp_path / 'server.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not come up within 60 s")
-            time.sleep(0.5)
+    with llama_server.llama_cpp_server(tmp_path, n_ctx=1024) as base_url:
         yield base_url
-    finally:
-        server.terminate()
-        server.wait(10)
-        log.close()
 
 
 def test_smollm2_through_the_openai_backend_and_llama_cpp_server(db_path, llama_cpp_server):
