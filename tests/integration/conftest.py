@@ -245,3 +245,17 @@ def nightly_artifacts(prefect_server, nightly_flow_run) -> dict[str, dict]:
     found = prefect_server.api("POST", "/artifacts/filter", content=json.dumps(body),
                                headers={"content-type": "application/json"}).json()
     return {a["key"]: a for a in found if a.get("key")}
+
+
+@pytest.fixture(scope="session")
+def harness_releases(samples_dir, tmp_path_factory):
+    """The CaseFacts, AQuAECHR and CaseGen releases built from the samples (tests/sample_releases.py), with their
+    warehouses, for the tests of their harness tasks; those need .venv-harness (`make setup-harness`)."""
+    from harness_runs import TIMINGS, require_harness_venv
+    from sample_releases import build_sample_releases
+
+    require_harness_venv()
+    started = time.monotonic()
+    built = build_sample_releases(samples_dir, tmp_path_factory.mktemp("harness_releases"))
+    TIMINGS["build three releases from the samples"] = round(time.monotonic() - started, 1)
+    return built

@@ -1,4 +1,4 @@
-"""The scoring rules a release's harness tasks carry (caseforge/release/harness/shipped/caseforge_harness.py, which
+"""The scoring rules a release's harness tasks carry (caseforge/release/harness/shipped/caseforge_scoring.py, which
 imports no caseforge) read replies and score them exactly as caseforge's evaluation code does: the same inputs,
 odd ones among them, through both."""
 import importlib.util
@@ -18,9 +18,11 @@ from caseforge.tasks.casefacts.eval.systems import VerdictWithCases
 from caseforge.tasks.casegen.eval import metrics as casegen_metrics
 from caseforge.tasks.casegen.eval.judge import OVERALL, dimension_names, read_judge_reply
 
-spec = importlib.util.spec_from_file_location("caseforge_harness_under_test", SHIPPED / "caseforge_harness.py")
-ch = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ch)
+sys.path.insert(0, str(SHIPPED))            # the shipped modules import each other by their plain names
+spec = importlib.util.spec_from_file_location("caseforge_scoring_under_test", SHIPPED / "caseforge_scoring.py")
+rules = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rules)
+harness = sys.modules["caseforge_harness"]
 
 VERDICT_REPLIES = [
     '{"verdict": "SUPPORTED", "cases": ["Roe v. Wade"]}', '{"verdict": "supported", "cases": []}',
@@ -61,14 +63,14 @@ def test_json_is_found_where_caseforge_finds_it(text):
         expected = extract_json(text)
     except InvalidOutput:
         with pytest.raises(ValueError):
-            ch.extract_json(text)
+            rules.extract_json(text)
         return
-    assert ch.extract_json(text) == expected
+    assert rules.extract_json(text) == expected
 
 
 @pytest.mark.parametrize("reply", VERDICT_REPLIES + ["verdict: refuted", "It is SUPPORTED.", "supported or refuted"])
 def test_a_stated_verdict_reads_as_caseforge_reads_it(reply):
-    assert ch.parse_verdict(reply) == parse_verdict(reply)
+    assert rules.parse_verdict(reply) == parse_verdict(reply)
 
 
 @pytest.mark.parametrize("reply", VERDICT_REPLIES)
@@ -78,7 +80,7 @@ def test_the_closed_book_verdict_is_the_one_caseforge_eval_scores(reply):
         expected = parse_verdict(f'{{"verdict": "{out.verdict.strip()}"}}') or parse_verdict(out.verdict)
     except InvalidOutput:
         expected = None
-    assert ch.casefacts_verdict(reply, schema_for(VerdictWithCases)) == expected
+    assert rules.casefacts_verdict(reply, schema_for(VerdictWithCases)) == expected
 
 
 @pytest.mark.parametrize("reply", ANSWER_REPLIES)
@@ -87,7 +89,7 @@ def test_an_answer_is_read_or_failed_as_caseforge_does(reply):
         expected = parse_output(reply, AnswerOutput).answer
     except InvalidOutput:
         expected = None
-    found = ch.reply_object(reply, schema_for(AnswerOutput))
+    found = rules.reply_object(reply, schema_for(AnswerOutput))
     assert (found["answer"] if found else None) == expected
 
 
@@ -97,10 +99,10 @@ def test_cited_paragraphs_and_rouge_match_the_aquaechr_evaluation(answer):
     sentences = citations.parse_answer(answer, SHOWN)
     precision, recall, f1 = aquaechr_metrics.citation_prf(set(citations.cited_passages(sentences)), set(gold))
     reference = "The Court applies a strict test. Context matters for the complaint."
-    found = ch.aquaechr_scores(answer, reference, gold, SHOWN)
+    found = rules.aquaechr_scores(answer, reference, gold, SHOWN)
     assert found == {"rouge_l": aquaechr_metrics.rouge_l(answer, reference), "citation_precision": precision,
                      "citation_recall": recall, "citation_f1": f1}
-    assert set(ch.aquaechr_scores(answer, reference, gold, None)) == {"rouge_l"}
+    assert set(rules.aquaechr_scores(answer, reference, gold, None)) == {"rouge_l"}
 
 
 @pytest.mark.parametrize("pair", [("经审理查明：原告于2021年借款５万元。", "经审理查明，原告在2021年借给被告5万元！"),
@@ -108,19 +110,19 @@ def test_cited_paragraphs_and_rouge_match_the_aquaechr_evaluation(answer):
                                   ("判决如下：一、被告支付原告租金120000元。", "判决：被告支付租金12万元")])
 def test_character_rouge_matches_casegen(pair):
     reference, draft = pair
-    assert ch.rouge_l_chars(reference, draft) == casegen_metrics.rouge_l(reference, draft, "char").f1
+    assert rules.rouge_l_chars(reference, draft) == casegen_metrics.rouge_l(reference, draft, "char").f1
 
 
 @pytest.mark.parametrize("reply", JUDGE_REPLIES)
 def test_the_judges_overall_score_is_the_one_casegen_reads(reply):
     expected = read_judge_reply(reply, "facts").by_dimension()["overall"].score
-    assert ch.judge_score(reply, dimension_names(OVERALL)) == expected
+    assert rules.judge_score(reply, dimension_names(OVERALL)) == expected
 
 
 def test_verdict_metrics_match_caseforges_per_label_accuracy_and_f1():
     pairs = [("SUPPORTED", "SUPPORTED"), ("SUPPORTED", None), ("REFUTED", "SUPPORTED"), ("REFUTED", "REFUTED"),
              ("SUPPORTED", "REFUTED")]
-    found = ch.verdict_metrics(pairs)
+    found = rules.verdict_metrics(pairs)
     assert {k: v for k, v in found.items() if k.startswith("verdict_f1") or k == "verdict_macro_f1"} == \
         verdict_f1(pairs)
     assert found["verdict_accuracy"] == 2 / 5 and found["verdict_accuracy/SUPPORTED"] == 1 / 3
@@ -133,6 +135,6 @@ def test_a_prompt_filled_by_the_harness_is_the_prompt_caseforge_renders(candidat
     rendered = render("casegen/eval/judge_facts.j2", **values, candidate=candidate).messages
     with_marks = render("casegen/eval/judge_facts.j2", case_input=values["case_input"], reference=mark("reference"),
                         candidate=mark("candidate")).messages
-    filled = ch.messages_for([{**m, "content": ch.fill(m["content"], values)} for m in with_marks],
-                             {"candidate": candidate})
+    filled = harness.messages_for([{**m, "content": harness.fill(m["content"], values)} for m in with_marks],
+                                  {"candidate": candidate})
     assert json.dumps(filled, ensure_ascii=False) == json.dumps(rendered, ensure_ascii=False)

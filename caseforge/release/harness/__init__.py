@@ -9,7 +9,8 @@ per variant what the call asks for (max_tokens, the reply's JSON schema). `write
     harness/samples.parquet        the samples (variant, split, id, messages, judge, extra)
     harness/pin.json               dataset, version, the columns the tasks read, the variants, and the sha256 of
                                    the Parquet files they read
-    harness/caseforge_harness.py   the release check and caseforge eval's scoring rules (no caseforge import)
+    harness/caseforge_harness.py   the release check and the samples (no caseforge import)
+    harness/caseforge_scoring.py   caseforge eval's scoring rules (no caseforge import)
     harness/inspect_task.py        `inspect eval harness/inspect_task.py --model …`
     harness/lm_eval/               `lm-eval run --include_path harness/lm_eval --tasks caseforge_<dataset> …`
 
@@ -88,7 +89,7 @@ def write_harness(folder: Path, dataset: str, spec: HarnessSpec, release: Releas
                       f"{FOLDER}/samples.parquet": hashlib.sha256(samples).hexdigest()}}
     (target / "pin.json").write_text(json.dumps(pin, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
                                      encoding="utf-8", newline="\n")
-    for name in ("caseforge_harness.py", "inspect_task.py"):
+    for name in ("caseforge_harness.py", "caseforge_scoring.py", "inspect_task.py"):
         (target / name).write_bytes((SHIPPED / name).read_bytes())
     (target / "lm_eval" / "utils.py").write_bytes((SHIPPED / "lm_eval" / "utils.py").read_bytes())
     task_file = f"caseforge_{dataset}.yaml"

@@ -22,7 +22,8 @@ from inspect_ai.util import JSONSchema
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import caseforge_harness as ch  # noqa: E402  (the release's own module, beside this file)
+import caseforge_harness as ch  # noqa: E402  (the release's own modules, beside this file)
+import caseforge_scoring as rules  # noqa: E402
 
 NAN = math.nan
 OWN_OPTIONS = {"casefacts": {"split"}, "aquaechr": {"system"}, "casegen": {"task", "judge", "judge_max_tokens"}}
@@ -62,7 +63,7 @@ def verdict_f1():
     """verdict_f1/<LABEL> and verdict_macro_f1 over the claims (caseforge_harness.verdict_metrics)."""
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         pairs = [(s.score.metadata["gold"], s.score.metadata["predicted"]) for s in scores]
-        found = ch.verdict_metrics(pairs)
+        found = rules.verdict_metrics(pairs)
         return {k: v for k, v in found.items() if k.startswith("verdict_") and "accuracy" not in k and v is not None}
     return compute
 
@@ -77,7 +78,7 @@ def total():
 @scorer(metrics={"verdict_accuracy": [mean(), breakdown("verdict_accuracy", "gold"), verdict_f1()]})
 def casefacts_verdict(schema: dict):
     async def score(state: TaskState, target: Target) -> Score:
-        predicted = ch.casefacts_verdict(state.output.completion, schema)
+        predicted = rules.casefacts_verdict(state.output.completion, schema)
         return Score(value={"verdict_accuracy": float(predicted == target.text)}, answer=predicted,
                      metadata={"gold": target.text, "predicted": predicted})
     return score
@@ -88,11 +89,11 @@ def casefacts_verdict(schema: dict):
 def aquaechr_answer(schema: dict, cites: bool):
     async def score(state: TaskState, target: Target) -> Score:
         extra = state.metadata["extra"]
-        reply = ch.reply_object(state.output.completion, schema)
+        reply = rules.reply_object(state.output.completion, schema)
         empty = {"rouge_l": NAN, "citation_f1": NAN, "citation_precision": NAN, "citation_recall": NAN}
         if reply is None:
             return Score(value={**empty, "failed": 1.0}, explanation="the reply is not the answer's JSON")
-        found = ch.aquaechr_scores(reply["answer"], target.text, extra["gold"], extra["shown"] if cites else None)
+        found = rules.aquaechr_scores(reply["answer"], target.text, extra["gold"], extra["shown"] if cites else None)
         return Score(value={**empty, **found, "failed": 0.0}, answer=reply["answer"])
     return score
 
@@ -115,9 +116,9 @@ def casegen_draft(variant: dict, judge: str | None, judge_max_tokens: int, struc
             output = await get_model(judge).generate(_messages({"messages": messages}), config=config)
             reply = output.completion
             if output.stop_reason != "max_tokens" and reply.strip():
-                found = ch.judge_score(reply, variant["judge_overall_names"])
+                found = rules.judge_score(reply, variant["judge_overall_names"])
                 overall = NAN if found is None else found
-        return Score(value={"rougeL_char_f1": ch.rouge_l_chars(target.text, draft), "judge_overall": overall,
+        return Score(value={"rougeL_char_f1": rules.rouge_l_chars(target.text, draft), "judge_overall": overall,
                             "failed": 0.0}, answer=draft, explanation=reply, metadata={"task": kind})
     return score
 

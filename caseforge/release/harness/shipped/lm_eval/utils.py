@@ -20,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
-import caseforge_harness as ch  # noqa: E402  (the release's own module, in harness/)
+import caseforge_harness as ch  # noqa: E402  (the release's own modules, in harness/)
+import caseforge_scoring as rules  # noqa: E402
 
 
 
@@ -63,20 +64,20 @@ def casegen_dataset(**options):
 
 
 def casefacts_results(doc: dict, results: list[str]) -> dict:
-    predicted = ch.casefacts_verdict(results[0], json.loads(doc["spec"])["schema"])
+    predicted = rules.casefacts_verdict(results[0], json.loads(doc["spec"])["schema"])
     pair = (doc["target"], predicted)
     return {"verdict_accuracy": float(predicted == doc["target"]), "verdict_macro_f1": pair,
-            **{f"verdict_accuracy/{label}": pair for label in ch.VERDICTS},
-            **{f"verdict_f1/{label}": pair for label in ch.VERDICTS}}
+            **{f"verdict_accuracy/{label}": pair for label in rules.VERDICTS},
+            **{f"verdict_f1/{label}": pair for label in rules.VERDICTS}}
 
 
 def aquaechr_results(doc: dict, results: list[str]) -> dict:
     extra = json.loads(doc["extra"])
-    reply = ch.reply_object(results[0], json.loads(doc["spec"])["schema"])
+    reply = rules.reply_object(results[0], json.loads(doc["spec"])["schema"])
     if reply is None:
         return {"rouge_l": None, "citation_f1": None, "citation_precision": None, "citation_recall": None,
                 "n_failed": 1}
-    found = ch.aquaechr_scores(reply["answer"], doc["target"], extra["gold"], extra.get("shown"))
+    found = rules.aquaechr_scores(reply["answer"], doc["target"], extra["gold"], extra.get("shown"))
     return {"rouge_l": found["rouge_l"], "citation_f1": found.get("citation_f1"),
             "citation_precision": found.get("citation_precision"),
             "citation_recall": found.get("citation_recall"), "n_failed": 0}
@@ -94,7 +95,7 @@ def _judge(doc: dict, draft: str) -> float | None:
                             int(options.get("judge_max_tokens") or spec["judge_max_tokens"]), api_key=key)
     if finish == "length" or not (reply or "").strip():
         return None
-    return ch.judge_score(reply, spec["judge_overall_names"])
+    return rules.judge_score(reply, spec["judge_overall_names"])
 
 
 TASKS = ("defense", "facts", "reasoning", "judgment")
@@ -106,7 +107,7 @@ def casegen_results(doc: dict, results: list[str]) -> dict:
     task = json.loads(doc["extra"])["task"]
     draft = results[0] or ""
     failed = not draft.strip()
-    rouge = None if failed else ch.rouge_l_chars(doc["target"], draft)
+    rouge = None if failed else rules.rouge_l_chars(doc["target"], draft)
     overall = None if failed else _judge(doc, draft)
     return {"rougeL_char_f1": rouge, "judge_overall": overall, "n_failed": int(failed),
             **{f"rougeL_char_f1/{t}": (task, rouge) for t in TASKS},
@@ -118,7 +119,7 @@ def casegen_results(doc: dict, results: list[str]) -> dict:
 
 def scored_mean(values: list) -> float:
     """The mean over the samples that have a score (a failed one has None); NaN when none has."""
-    found = ch.mean(values)
+    found = rules.mean(values)
     return float("nan") if found is None else found
 
 
@@ -128,7 +129,7 @@ def count(values: list) -> float:
 
 def _verdict(name: str):
     def aggregate(pairs: list) -> float:
-        found = ch.verdict_metrics([tuple(p) for p in pairs]).get(name)
+        found = rules.verdict_metrics([tuple(p) for p in pairs]).get(name)
         return float("nan") if found is None else found
     return aggregate
 
@@ -140,7 +141,7 @@ def _of_task(task: str):
 
 
 verdict_macro_f1 = _verdict("verdict_macro_f1")
-for _label in ch.VERDICTS:
+for _label in rules.VERDICTS:
     globals()[f"verdict_accuracy_{_label}"] = _verdict(f"verdict_accuracy/{_label}")
     globals()[f"verdict_f1_{_label}"] = _verdict(f"verdict_f1/{_label}")
 for _task in TASKS:
