@@ -12,7 +12,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 REVIEW_VENV := .venv-review
 REVIEW_PORT ?= 8080
 
-.PHONY: setup setup-workers setup-worker setup-review review-server run test test-smollm test-bench bench clean
+.PHONY: setup setup-workers setup-worker setup-review setup-harness review-server run test test-smollm test-bench bench clean
 
 # requirements-nodeps.lock: irrCAC, whose pins conflict with the lock's scipy and numpy, installed without them
 # (it needs only numpy, pandas and scipy; docs/review.md says why).
@@ -60,6 +60,17 @@ $(VENV)/.worker: requirements.lock requirements-worker.txt pyproject.toml setup.
 
 setup-worker: $(VENV)/.worker
 
+# The harnesses a release's tasks run in (inspect-ai, lm-eval), pinned in requirements-harness.lock, in a venv of their
+# own without caseforge: the tests run every release's harness tasks there (tests/integration/test_release_harness.py).
+HARNESS_VENV := .venv-harness
+$(HARNESS_VENV)/.installed: requirements-harness.lock
+	$(PYTHON) -m venv $(HARNESS_VENV)
+	$(HARNESS_VENV)/bin/pip install --quiet --upgrade pip
+	$(HARNESS_VENV)/bin/pip install --quiet -r requirements-harness.lock
+	touch $@
+
+setup-harness: $(HARNESS_VENV)/.installed
+
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
 # caseforge exits 1 when the nightly ran to the end and reports what its gates refused (with the small packaged
 # models, what they wrote), 2 when it could not run (a missing samples folder, a busy warehouse). GNU make itself
@@ -73,7 +84,7 @@ run: setup
 	"is above; 130, 143: stopped by Ctrl-C, SIGTERM)" >&2; fi; \
 	exit $$code
 
-test: setup setup-review
+test: setup setup-review setup-harness
 	$(BIN)/python -m pytest -q
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
@@ -90,4 +101,4 @@ bench: setup
 	$(BIN)/python bench/oyez_parse.py
 
 clean:
-	rm -rf $(VENV) $(REVIEW_VENV) data
+	rm -rf $(VENV) $(REVIEW_VENV) $(HARNESS_VENV) data

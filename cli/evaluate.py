@@ -11,7 +11,8 @@ from caseforge.flows import registry
 
 RETRIEVERS = ("bm25", "qlm", "dense", "hybrid")
 KEY_METRICS = ("n", "recall@1", "recall@5", "recall@10", "evidence_score", "evidence_score_f1",
-               "verdict_accuracy", "verdict_score", "accuracy", "accuracy_unanimous", "n_unanimous", "accuracy_split",
+               "verdict_accuracy", "verdict_macro_f1", "verdict_score", "accuracy", "accuracy_unanimous", "n_unanimous",
+               "accuracy_split",
                "n_split", "n_skipped_gold_missing", "n_failed",
                "rouge_l", "bertscore_f1", "claim_recall", "citation_faithfulness", "citation_f1", "evidence_nli",
                "citations_per_query", "invalid_citations", "nli_failed")

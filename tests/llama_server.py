@@ -3,6 +3,7 @@ and a proxy in front of it that keeps the server's own token counts (each answer
 what caseforge recorded against what the server said."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import socket
@@ -16,6 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 from s3_server import stop_process_group
+
+
+ALIAS = "smollm2-135m-instruct"       # the packaged SmolLM2, as caseforge names it and the server is asked to
 
 
 def free_port() -> int:
@@ -58,6 +62,19 @@ def start_llama_server(model: str, log: Path, *args: str, port: int | None = Non
             stop_process_group(process)
             raise AssertionError(f"llama_cpp.server not up in {timeout_s:g} s:\n{log.read_text()[-3000:]}")
         time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def llama_cpp_server(folder: Path, n_ctx: int = 1024, alias: str = ALIAS, start_timeout_s: float = 60):
+    """The packaged SmolLM2 served under `alias`: the server's base URL (…/v1) while it runs, its log in
+    `folder`/server.log (skips when llama-cpp-python, its [server] extra or the model package is missing)."""
+    skip_without_llama_server()
+    process, base_url = start_llama_server(ALIAS, Path(folder) / "server.log", "--n_ctx", str(n_ctx),
+                                           "--model_alias", alias, timeout_s=start_timeout_s)
+    try:
+        yield base_url
+    finally:
+        stop_process_group(process, grace_s=10)
 
 
 class UsageRecordingProxy:

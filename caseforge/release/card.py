@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from caseforge.release.content import ReleaseContent
+from caseforge.release.harness import INSPECT_TASK, LM_EVAL, items_per_year
 from caseforge.release.layout import CROISSANT, FRESH, MANIFEST
 from caseforge.release.licences import LICENCES, licence_id
 
@@ -61,6 +62,7 @@ def render_card(dataset: str, release: ReleaseContent) -> str:
             ["column", "type", "meaning"],
             [[field.name, str(field.type), release.columns[field.name]] for field in schema]), ""]
     parts += ["## Fresh split", "", release.fresh.describe(release.date_column, release.tables[FRESH].num_rows), ""]
+    parts += harness_section(dataset, release)
     if card.get("intended_use") or card.get("limitations"):
         parts += ["## Intended use and limitations", ""]
         if card.get("intended_use"):
@@ -165,3 +167,32 @@ def front_matter(dataset: str, release: ReleaseContent) -> list[str]:
     for name in release.split_names():
         lines += [f"  - split: {name}", f"    path: data/{name}.parquet"]
     return lines
+
+
+def harness_section(dataset: str, release: ReleaseContent) -> list[str]:
+    """The card's section on evaluating a model with the release's harness tasks (none without a harness)."""
+    spec = release.harness
+    if spec is None:
+        return []
+    options = "\n".join(f"- `{name}`: {meaning}" for name, meaning in spec.options.items())
+    return [
+        "## Evaluate a model with inspect_ai or lm-evaluation-harness", "",
+        "`harness/` holds an inspect_ai task and an lm-evaluation-harness task of this release. They read its "
+        "Parquet files by relative path, refuse to score when `release.json` is not the version they were written "
+        "for or any file's sha256 differs from `MANIFEST.sha256`, and score as `caseforge eval` does. They need the "
+        "harness and pyarrow (and nltk for AQuAECHR's ROUGE-L), not caseforge. Against any OpenAI-compatible server "
+        "(vLLM, llama.cpp's server) at `http://HOST:PORT/v1`, from the release's folder:", "",
+        "```bash",
+        "LOCAL_API_KEY=x LOCAL_BASE_URL=http://HOST:PORT/v1 "
+        f"inspect eval {INSPECT_TASK} --model openai-api/local/MODEL",
+        f"lm-eval run --include_path {LM_EVAL} --tasks caseforge_{dataset} --model local-chat-completions "
+        "--model_args base_url=http://HOST:PORT/v1/chat/completions,model=MODEL,tokenizer_backend=None "
+        "--apply_chat_template --output_path lm_eval_out --log_samples",
+        "```", "",
+        spec.notes.strip(), "",
+        "Options (inspect: `-T name=value`; lm-eval: `--metadata '{\"name\": \"value\"}'`):", "", options, "",
+        "### Items per year", "",
+        "Items by the year of their source document; `after=YYYY-MM-DD` scores only the items decided after that "
+        "day, so a cut-off past a model's training data leaves the items it cannot have seen.", "",
+        md_table(["split", "year", "items"], [list(row) for row in items_per_year(release)]), "",
+    ]

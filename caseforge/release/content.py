@@ -24,6 +24,7 @@ class ReleaseContent:
     payload_digest: str | None = None
     payload_count: int = 0
     judge: object | None = None            # caseforge.review.card.JudgeCard of a benchmark an LLM judge filtered
+    harness: object | None = None           # the release's harness tasks: a caseforge.release.harness.HarnessSpec
 
     def split_names(self) -> list[str]:
         return sorted(n for n in self.tables if n != FRESH) + [FRESH]

@@ -22,6 +22,7 @@ from caseforge.release.card import render_card
 from caseforge.release.content import ReleaseContent
 from caseforge.release.croissant import croissant
 from caseforge.release.fresh import _as_date, _previous_release, choose_cutoff, release_settings
+from caseforge.release.harness import HarnessSpec, bytecode_of_listed, write_harness
 from caseforge.release.layout import CROISSANT, FRESH, JUDGE_PICTURE, MANIFEST, METADATA, PAYLOADS
 from caseforge.release.stored import (is_store_url, local_folder, prepare_store_release, release_folder_name,
                                       uploaded_when_done)
@@ -164,7 +165,7 @@ def _write_table(table: pa.Table, folder: Path, name: str) -> dict[str, str]:
 def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFrame], card: dict,
                   source_payloads: pd.DataFrame | None = None, *, columns: dict[str, str], date_column: str,
                   types: dict[str, pa.DataType] | None = None, fresh_after: str | None = None,
-                  fresh_months: int | None = None, judge=None) -> Release:
+                  fresh_months: int | None = None, judge=None, harness: HarnessSpec | None = None) -> Release:
     """Write the release of `dataset` into `folder` (replacing an older one as a whole) and return its manifest.
     `folder` may be a store URL (s3://bucket/prefix, gs://…): the release is written to a temporary folder, then
     uploaded to a folder of its own there and pointed to (caseforge.release.stored).
@@ -177,6 +178,7 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
     given. `source_payloads`: optional frame with columns source, key, sha256 (the payloads behind the rows).
     `judge`: the judge card (caseforge.review.card.JudgeCard) of a benchmark an LLM judge filtered: a section of
     the card, Croissant's Responsible-AI fields, its confusion matrices as a picture.
+    `harness`: the benchmark's harness tasks, written into harness/ (caseforge.release.harness).
     """
     if not dataset or "/" in dataset or dataset.startswith("."):
         raise ValueError(f"bad dataset name {dataset!r}")
@@ -223,11 +225,13 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
         data_date = newest.isoformat() if newest else None
         version = (f"{newest.year}.{newest.month}.{newest.day}" if newest else "0.0.0") + f"+{data_digest[:12]}"
         content = ReleaseContent(card, dict(columns), date_column, arrow, files, data_digest, data_date, version, fresh,
-                                 judge=judge)
+                                 judge=judge, harness=harness)
         if judge is not None and judge.picture:
             picture = staging / JUDGE_PICTURE
             picture.parent.mkdir()
             picture.write_bytes(judge.picture)
+        if harness is not None:
+            write_harness(staging, dataset, harness, content, PARQUET_OPTIONS)
         if source_payloads is not None:
             (staging / "provenance").mkdir()
             listed = source_payloads[["source", "key", "sha256"]].drop_duplicates()
@@ -255,7 +259,8 @@ def write_release(folder: str | Path, dataset: str, tables: dict[str, pd.DataFra
 
 def not_our_release(folder: Path, dataset: str) -> str | None:
     """Why `folder` is not a caseforge release of `dataset` that write_release may replace (None: it is one):
-    its release.json names the dataset, and it holds nothing its manifest does not list."""
+    its release.json names the dataset, and it holds nothing its manifest does not list (but the bytecode Python
+    caches for the release's own harness files when they run in place)."""
     try:
         metadata = json.loads((folder / METADATA).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -271,7 +276,7 @@ def not_our_release(folder: Path, dataset: str) -> str | None:
     except ValueError:
         return f"has a {MANIFEST} caseforge did not write"
     found = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    extra = sorted(rel for rel in found if rel not in listed)
+    extra = sorted(rel for rel in found if rel not in listed and not bytecode_of_listed(rel, listed))
     if extra:
         more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
         return f"is a {dataset} release with file(s) it did not write ({', '.join(extra[:3])}{more})"

@@ -13,6 +13,7 @@ import pandas as pd
 from caseforge.llm.cache import release_cost
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.review.card import release_judge
+from caseforge.tasks.aquaechr.harness import harness_spec
 from caseforge.tasks.aquaechr.release_columns import COLUMNS, TYPES
 from caseforge.warehouse.statements import run_sql
 
@@ -132,4 +133,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     return write_release(folder, DATASET, {"aquaechr_qa": pairs}, card,
                          source_payloads=payloads if not payloads.empty else None,
                          columns=COLUMNS, types={**types, **TYPES}, date_column="source_date",
-                         judge=release_judge(con, DATASET))
+                         judge=release_judge(con, DATASET), harness=harness_spec(con))
+

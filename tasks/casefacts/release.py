@@ -8,6 +8,7 @@ import duckdb
 from caseforge.llm.cache import release_cost
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.review.card import release_judge
+from caseforge.tasks.casefacts.harness import harness_spec
 from caseforge.tasks.casefacts.release_columns import COLUMNS
 from caseforge.warehouse.statements import run_sql
 
@@ -84,4 +85,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     return write_release(folder, DATASET, splits, card,
                          source_payloads=run_sql(con, "casefacts/release_payloads.sql").df(),
                          columns=COLUMNS, types=types, date_column="source_date",
-                         judge=release_judge(con, DATASET))
+                         judge=release_judge(con, DATASET), harness=harness_spec(con, splits))
+

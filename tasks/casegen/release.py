@@ -9,6 +9,7 @@ import duckdb
 
 from caseforge.release import NothingToRelease, Release, card_rows, release_rows, write_release
 from caseforge.review.card import release_judge
+from caseforge.tasks.casegen.harness import harness_spec
 from caseforge.tasks.casegen.release_columns import COLUMNS, TYPES
 from caseforge.warehouse.statements import run_sql
 
@@ -61,4 +62,5 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
     return write_release(folder, DATASET, {"casegen_items": items}, card,
                          source_payloads=payloads if not payloads.empty else None,
                          columns=COLUMNS, types={**types, **TYPES}, date_column="judgment_date",
-                         judge=release_judge(con, DATASET))
+                         judge=release_judge(con, DATASET), harness=harness_spec(con))
+

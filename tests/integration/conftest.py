@@ -307,3 +307,17 @@ def pushed_casefacts(label_studio, review_env, samples_dir, tmp_path_factory):
             patch.setenv(name, value)
         assert main(["review", "push", "casefacts", "--db", str(db)]) == 0
     return db, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def harness_releases(samples_dir, tmp_path_factory):
+    """The CaseFacts, AQuAECHR and CaseGen releases built from the samples (tests/sample_releases.py), with their
+    warehouses, for the tests of their harness tasks; those need .venv-harness (`make setup-harness`)."""
+    from harness_runs import TIMINGS, require_harness_venv
+    from sample_releases import build_sample_releases
+
+    require_harness_venv()
+    started = time.monotonic()
+    built = build_sample_releases(samples_dir, tmp_path_factory.mktemp("harness_releases"))
+    TIMINGS["build three releases from the samples"] = round(time.monotonic() - started, 1)
+    return built

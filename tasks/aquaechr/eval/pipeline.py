@@ -59,6 +59,13 @@ def passage_corpus(passages: PassageStore) -> Corpus:
     return Corpus.from_pairs("aquaechr_passages", [(p.pid, p.shown()) for p in ordered])
 
 
+def passage_retriever(passages: PassageStore, kind: str = "bm25", index_dir: str | None = None,
+                      dense_model: str | None = None):
+    """The retriever the citing systems search the passages with (an index kept only under `index_dir`)."""
+    return build_retriever(kind, passage_corpus(passages), index_dir, persist=index_dir is not None,
+                           dense_model=dense_model)
+
+
 ANSWERS_SUITE = "aquaechr_eval_answers"     # expectations/aquaechr_eval_answers.json: what an answer must be
 
 
@@ -87,8 +94,7 @@ def evaluate(con, config: RunConfig, items: list[EvalItem], passages: PassageSto
         items = items[: config.limit]
     retriever = None
     if config.system in CITING_SYSTEMS:
-        retriever = build_retriever(config.retriever, passage_corpus(passages), config.index_dir,
-                                    persist=config.index_dir is not None, dense_model=config.dense_model)
+        retriever = passage_retriever(passages, config.retriever, config.index_dir, config.dense_model)
     ctx = SystemContext(con, backend, passages, retriever, k=config.k, max_rounds=config.max_rounds,
                         evidence_per_sentence=config.evidence_per_sentence)
     outputs = gate_answers(con, run_system(config.system, ctx, items))

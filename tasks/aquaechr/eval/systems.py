@@ -64,14 +64,23 @@ class SystemContext:
     notes: list[str] = field(default_factory=list)      # recorded, non-fatal problems (e.g. a failed check)
 
 
-def _docs(ctx: SystemContext, shown: list[str]) -> list[dict]:
-    return [{"number": n, "text": ctx.passages.passages[pid].shown()} for n, pid in enumerate(shown, start=1)]
+def shown_docs(passages: PassageStore, shown: list[str]) -> list[dict]:
+    """The passages `shown` as the prompts number them: Doc 1..n."""
+    return [{"number": n, "text": passages.passages[pid].shown()} for n, pid in enumerate(shown, start=1)]
+
+
+def closed_book_request(item_id: str, question: str):
+    return request_from_template(item_id, "aquaechr/eval/closed_book.j2", ANSWER_PARAMS, question=question)
+
+
+def answer_request(item_id: str, question: str, docs: list[dict]):
+    """The request of a retrieve-then-generate answer from the numbered passages `docs`."""
+    return request_from_template(item_id, "aquaechr/eval/rtg_answer.j2", ANSWER_PARAMS, question=question, docs=docs)
 
 
 def closed_book_answers(ctx: SystemContext, items: list[EvalItem]) -> dict[str, AnswerOutput | str]:
     """item_id → parsed answer, or the failure reason."""
-    requests = [request_from_template(i.item_id, "aquaechr/eval/closed_book.j2", ANSWER_PARAMS, question=i.question)
-                for i in items]
+    requests = [closed_book_request(i.item_id, i.question) for i in items]
     result = run_job(ctx.con, "aquaechr-eval-closed-book", ctx.backend, requests, AnswerOutput)
     return {i.item_id: result.outputs.get(i.item_id) or f"closed-book answer failed: "
             f"{result.failures[i.item_id].reason}" for i in items}
@@ -82,8 +91,7 @@ def _search(ctx: SystemContext, queries: list[str], k: int) -> list[list[str]]:
 
 
 def _generate(ctx: SystemContext, items: list[EvalItem], shown: dict[str, list[str]], step: str) -> list[SystemOutput]:
-    requests = [request_from_template(i.item_id, "aquaechr/eval/rtg_answer.j2", ANSWER_PARAMS, question=i.question,
-                                      docs=_docs(ctx, shown[i.item_id])) for i in items]
+    requests = [answer_request(i.item_id, i.question, shown_docs(ctx.passages, shown[i.item_id])) for i in items]
     result = run_job(ctx.con, step, ctx.backend, requests, AnswerOutput)
     outputs = []
     for item in items:
@@ -112,7 +120,7 @@ def rtg_llatrieval(ctx: SystemContext, items: list[EvalItem]) -> list[SystemOutp
         if not open_items:
             break
         requests = [request_from_template(i.item_id, "aquaechr/eval/llatrieval_check.j2", CHECK_PARAMS, question=i.question,
-                                          docs=_docs(ctx, shown[i.item_id])) for i in open_items]
+                                          docs=shown_docs(ctx.passages, shown[i.item_id])) for i in open_items]
         result = run_job(ctx.con, f"aquaechr-eval-llatrieval-check-{round_no}", ctx.backend, requests, SufficiencyOutput)
         searching, progressed = [], []
         for item in open_items:

@@ -63,6 +63,11 @@ def load_claims(path: Path) -> tuple[list[Claim], list[tuple[str, str]]]:
         raise ValueError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(rows, list):
         raise ValueError(f"{path}: expected a JSON list of claims")
+    return claims_from_rows(rows)
+
+
+def claims_from_rows(rows: list) -> tuple[list[Claim], list[tuple[str, str]]]:
+    """load_claims on the rows of a claims file already read (item ids by position: claim-00000, ...)."""
     claims, problems = [], []
     for i, row in enumerate(rows):
         item_id = f"claim-{i:05d}"

@@ -8,6 +8,8 @@ a gold case is found when any of its ids is among the predicted ids. Predictions
 - evidence_score_f1: the released code's variant, F1 of predicted vs gold cases, same zeroing.
 - Verdict Accuracy: predicted label == gold label.
 - Verdict Score: Evidence Score × verdict correct.
+- verdict_f1/<LABEL>: F1 of each label over the claims (a claim without a stated verdict predicts no label), and
+  verdict_macro_f1 their mean over the labels that are gold or predicted at least once.
 """
 from __future__ import annotations
 
@@ -85,3 +87,19 @@ def aggregate(per_item: list[tuple[str, dict[str, float]]]) -> dict[str, float]:
         for name, values in sorted(items.items()):
             result[f"{name}/{label}"] = sum(values) / len(values)
     return result
+
+
+VERDICT_LABELS = ("SUPPORTED", "REFUTED", "OVERRULED")
+
+
+def verdict_f1(pairs: list[tuple[str, str | None]]) -> dict[str, float | None]:
+    """(gold label, predicted label or None) per claim → `verdict_f1/<LABEL>` (None for a label neither gold nor
+    predicted) and `verdict_macro_f1`, the mean of those that are not None."""
+    metrics: dict[str, float | None] = {}
+    for label in VERDICT_LABELS:
+        hits = sum(gold == label and predicted == label for gold, predicted in pairs)
+        wrong = sum((gold == label) != (predicted == label) for gold, predicted in pairs)
+        metrics[f"verdict_f1/{label}"] = 2 * hits / (2 * hits + wrong) if 2 * hits + wrong else None
+    defined = [v for v in metrics.values() if v is not None]
+    metrics["verdict_macro_f1"] = sum(defined) / len(defined) if defined else None
+    return metrics

@@ -7,7 +7,7 @@ from caseforge.retrieval import Retriever
 from caseforge.tasks.casefacts.eval.claims import (DEFAULT_GOLD_RULE, GOLD_RULES, Claim, GoldEvidence,
                                                    resolve_gold)
 from caseforge.tasks.casefacts.eval.casenames import CaseNameIndex
-from caseforge.tasks.casefacts.eval.metrics import aggregate, claim_scores
+from caseforge.tasks.casefacts.eval.metrics import aggregate, claim_scores, normalise_label, verdict_f1
 from caseforge.evalstore import ItemResult
 
 MISSING_GOLD_POLICIES = ("skip", "miss", "drop")
@@ -106,6 +106,10 @@ def evaluate_retrieval(prepared: list[PreparedClaim], retriever: Retriever, k: i
 def summarise(items: list[ItemResult]) -> dict[str, float]:
     # failed items that were scored (e.g. no verdict stated) count as wrong; unscored ones are counted apart
     metrics = aggregate([(i.label, i.scores) for i in items if i.status != "skipped" and i.scores])
+    verdicts = [(normalise_label(i.label), normalise_label(i.predicted.get("verdict")))
+                for i in items if "verdict_accuracy" in i.scores]
+    if verdicts:
+        metrics.update(verdict_f1(verdicts))
     metrics["n_skipped_gold_missing"] = sum(1 for i in items if i.status == "skipped")
     metrics["n_failed"] = sum(1 for i in items if i.status == "failed")
     metrics["n_gold_fuzzy_matched"] = sum(1 for i in items if i.gold.get("fuzzy"))

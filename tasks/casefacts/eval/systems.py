@@ -77,7 +77,7 @@ def run_llm_system(session, system: str, prepared: list[PreparedClaim], corpus, 
 
 
 def _verify(session, backend, system, active, corpus, names, corpus_ids, retriever, k) -> dict[str, ItemResult]:
-    name_of = {case_id: names.names_of.get(case_id, case_id) for case_id in corpus.ids}
+    name_of = case_names_of(corpus, names)
     text_of = dict(zip(corpus.ids, corpus.texts))
     retrieved: dict[str, list[str]] = {}
     if system == "retrieve-verify":
@@ -116,13 +116,23 @@ def _verify(session, backend, system, active, corpus, names, corpus_ids, retriev
     return items
 
 
+def case_names_of(corpus, names: CaseNameIndex) -> dict[str, str]:
+    """case id → the name a model is shown for it (its id when the names lack it), for every case of the corpus; the
+    closed-book prompt lists every distinct one, sorted (the release's harness tasks too)."""
+    return {case_id: names.names_of.get(case_id, case_id) for case_id in corpus.ids}
+
+
+def closed_book_request(key: str, claim: str, case_names: list[str]):
+    return request_from_template(key, "casefacts/eval/closed_book.j2", params=VERDICT_PARAMS, claim=claim,
+                                 case_names=case_names)
+
+
 def _closed_book_request(p: PreparedClaim, all_names: list[str], name_of: dict, ranker, backend) -> tuple:
     """The closed-book request with every valid case name, or — when that does not fit the model's context
     window — with as many as fit, chosen by the BM25 rank of the claim against the cases' texts and shown in
     alphabetical order (the order gives no rank away). Returns (request, names shown)."""
     def make(names: list[str]):
-        return request_from_template(p.claim.item_id, "casefacts/eval/closed_book.j2", params=VERDICT_PARAMS,
-                                     claim=p.claim.claim, case_names=names)
+        return closed_book_request(p.claim.item_id, p.claim.claim, names)
 
     full = make(all_names)
     if fits(backend, full):

@@ -163,19 +163,22 @@ def gate_drafts(con, generations: list[Generation], report: StageReport) -> list
     return out
 
 
+def judge_request(key: str, item: dict, candidate: str, config: EvalConfig, reference: str | None = None):
+    """The judge's request for the draft `candidate` of `item` (its reference: the item's, unless given)."""
+    params = SamplingParams(temperature=0.0, max_tokens=config.judge_max_new_tokens)
+    case_input = cut_middle(case_input_text(item["task"], item["inputs"]), config.judge_max_input_chars).text
+    request = request_from_template(key, f"casegen/eval/judge_{item['task']}.j2", params=params, case_input=case_input,
+                                    reference=item["reference"] if reference is None else reference,
+                                    candidate=candidate)
+    return request.model_copy(update={"json_schema": reply_schema(item["task"])})
+
+
 def run_judging(con, judge_backend, generations: list[Generation], items: list[dict], config: EvalConfig,
                 report: StageReport) -> dict[str, Judgement]:
     """The judge's reading of every successful draft, by Generation.key."""
     by_id = {i["item_id"]: i for i in items}
-    params = SamplingParams(temperature=0.0, max_tokens=config.judge_max_new_tokens)
     judged = [g for g in generations if g.ok]
-    requests = []
-    for g in judged:
-        item = by_id[g.item_id]
-        case_input = cut_middle(case_input_text(g.task, item["inputs"]), config.judge_max_input_chars).text
-        request = request_from_template(g.key, f"casegen/eval/judge_{g.task}.j2", params=params,
-                                        case_input=case_input, reference=item["reference"], candidate=g.text)
-        requests.append(request.model_copy(update={"json_schema": reply_schema(g.task)}))
+    requests = [judge_request(g.key, by_id[g.item_id], g.text, config) for g in judged]
     result = run_text_job(con, JUDGE_STEP, judge_backend, requests)
     for name, n in result.counts("judge").items():
         report.add(name, n)

@@ -112,7 +112,8 @@ def _read_value(value) -> tuple[float | None, str | None]:
     return number, None
 
 
-def _names(dimension: tuple[str, str, tuple[str, ...]]) -> list[str]:
+def dimension_names(dimension: tuple[str, str, tuple[str, ...]]) -> list[str]:
+    """The names a reply may give a dimension, in the order they are looked for."""
     ident, chinese, others = dimension
     return [chinese, *others, ident, ident.replace("_", " ")]
 
@@ -124,7 +125,7 @@ def _find_in_json(data: dict, dimension) -> tuple[bool, object]:
             containers.insert(0, data[key])
     for container in containers:
         lowered = {str(k).strip().lower(): v for k, v in container.items()}
-        for name in _names(dimension):
+        for name in dimension_names(dimension):
             if name.lower() in lowered:
                 return True, lowered[name.lower()]
     return False, None
@@ -160,7 +161,7 @@ def read_judge_reply(text: str | None, task: str) -> JudgeReading:
             score, why = _read_value(raw)
         else:
             score, why = None, None
-            for name in _names(dimension):
+            for name in dimension_names(dimension):
                 # scores follow the analysis: the last mention that reads as a score wins
                 for match in reversed(list(_line_pattern(name).finditer(text))):
                     found = True
