@@ -1,6 +1,6 @@
 """Two SIGTERMs at once to real `caseforge` processes, 50 times (issue 41): GNU `timeout` signals its child and then
 the child's group, and a command hung until `kill -9` when the second signal's handler ran inside the first's
-(1 try in 10). tests/unit/test_stop_signals_together.py puts the second handler at every line of the first; this
+(1 try in 10). tests/unit/test_stop_handler_reentry.py puts the second handler at every line of the first; this
 is the real thing: signals from another process, to commands at work.
 
 Each try is `caseforge llm ping` against a loopback endpoint that takes the connection and never answers, so the
