@@ -14,10 +14,14 @@ from caseforge.artifacts import publish_link, publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
-from caseforge.stage_report import known_problems_of
+from caseforge.stage_report import known_problems_of, one_line, table_cell
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
+
+# How caseforge.load names a row the gate quarantined: "<table> <key column>=<key>: <rule>; <rule>; ..."
+RECORD_PROBLEM = re.compile(r"(?P<table>[a-z][a-z0-9_]*) (?P<key_column>[a-z_][a-z0-9_]*)=(?P<key>\S+): (?P<rules>.+)",
+                            re.S)
 
 LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
@@ -41,8 +45,6 @@ def summary_table(result) -> list[dict]:
     return [o.summary_row() for o in result.outcomes]
 
 
-# How caseforge.load names a row the gate quarantined: "<table> <key column>=<key>: <rule>; <rule>; ..."
-_RECORD = re.compile(r"(?P<table>[a-z][a-z0-9_]*) (?P<key_column>[a-z_][a-z0-9_]*)=(?P<key>\S+): (?P<rules>.+)", re.S)
 # One rule as caseforge.gate describes it: "expect_... [on <column>] [{kwargs}]"
 _RULE = re.compile(r"(?P<rule>expect_[a-z0-9_]+)(?: on (?P<column>\w+))?(?: (?P<kwargs>\{.*\}))?", re.S)
 
@@ -88,7 +90,7 @@ def problem_rows(con: duckdb.DuckDBPyConnection, result, limit: int = MAX_PROBLE
     """The night's first `limit` problems, each once (PROBLEM_COLUMNS), one row per rule it broke: a row the
     gate quarantined is named by its table and key, each rule beside the value that broke it (read back from
     ops.quarantine); any other problem is its reason."""
-    problems = [(f"{o.stage} {o.name}", reason, _RECORD.fullmatch(reason))
+    problems = [(f"{o.stage} {o.name}", reason, RECORD_PROBLEM.fullmatch(reason))
                 for o in result.outcomes if o.failed for reason in o.failures or [o.status]][:limit]
     quarantined = _quarantined_rows(con, result.run_id, [(f["table"], f["key"]) for _, _, f in problems if f])
     rows = []

@@ -49,7 +49,7 @@ def test_failed_stages_are_failed_task_runs_and_the_others_complete(prefect_serv
     @flow(name="nightly-task-states")
     def nightly_with_doubles(db: str):
         result = nightly_runner.run_nightly(load_settings(db), nightly_runner.NightlyOptions(release_dir=tmp_path / "rel"),
-                                     map_sources=nightly.prefect_sources, run_stage=nightly.prefect_stage,
+                                     map_parallel=nightly.prefect_parallel, run_stage=nightly.prefect_stage,
                                      sources=sources, builders=builders, evaluations={}, releases=releases,
                                      plots={})
         return json.loads(json.dumps(result.to_dict(), default=str))

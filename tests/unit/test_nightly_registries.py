@@ -234,7 +234,7 @@ def test_no_release_is_written_from_a_table_whose_stage_failed_tonight(registrie
     export = by_name(result)[("export", "alpha")]
     assert not result.ok and registries["written"] == []
     assert (export.status, export.note) == (
-        "skipped", "not released: curated.alpha comes from source alpha, which failed tonight")
+        "skipped", "held back: curated.alpha comes from source alpha, which failed tonight")
 
 
 def test_a_release_with_nothing_to_release_is_skipped_and_says_why(registries, tmp_path):

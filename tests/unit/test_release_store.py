@@ -344,11 +344,11 @@ def test_the_nightly_refuses_an_unwritable_release_store_before_the_run_begins(w
 
 
 def test_the_nightly_flow_keeps_a_store_url_a_url():
-    from flows.nightly import _release_location
+    from caseforge.flows.nightly_plan import release_location
 
-    assert _release_location("s3://bucket/releases") == "s3://bucket/releases"
-    assert _release_location("out/releases") == Path("out/releases")
-    assert _release_location(None) is None
+    assert release_location("s3://bucket/releases") == "s3://bucket/releases"
+    assert release_location("out/releases") == Path("out/releases")
+    assert release_location(None) is None
 
 
 def test_a_store_that_fails_after_the_check_fails_the_export_stage_not_the_nightly(warehouse, prefix, monkeypatch):
