@@ -54,6 +54,17 @@ def _stage(run: Callable[[], StageOutcome]):
 stage_task = task(name="nightly-stage", cache_policy=NO_CACHE)(_stage)
 
 
+def _publish_details(result, quality: list[dict], problems: list[dict]) -> None:
+    from caseforge.flows.nightly_report import publish_details
+
+    publish_details(result, quality, problems)
+
+
+# The night's artifacts besides its summary, from a task run of their own: the UI lists a flow run's own artifacts
+# (the summary) before those of its task runs.
+report_task = task(name="nightly-report", task_run_name="report", cache_policy=NO_CACHE)(_publish_details)
+
+
 def _task_of(stage: Stage):
     return stage_task.with_options(name=f"nightly-{stage.kind}", task_run_name=stage.task_name)
 
@@ -81,7 +92,7 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
     way to choose models, caps and fan-out). `reparse`: every source parses all its payloads again, also
     those its parser version already loaded (after a parser fix that kept its version)."""
-    from caseforge.flows.nightly_report import problem_rows, publish_artifacts, quality_rows
+    from caseforge.flows.nightly_report import problem_rows, publish_summary, quality_rows
 
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
                              release_dir=release_location(release_dir), sources=sources, force=force,
@@ -90,8 +101,9 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
         warehouse = load_settings(db)
         result = run_nightly(warehouse, options, map_parallel=prefect_parallel, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
-        problems = problem_rows(con, result)
-        publish_artifacts(result, quality_rows(con), problems)
+        problems, quality = problem_rows(con, result), quality_rows(con)
+    publish_summary(result)
+    report_task(result, quality, problems)
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = {**result.to_dict(), "problems": problems}
     if result.ok:

@@ -87,7 +87,7 @@ class NightlyResult:
     outcomes: list[StageOutcome]
     run_dir: Path
     plots: dict[str, tuple[str, Path]] = field(default_factory=dict)
-    links: dict[str, tuple[str, str]] = field(default_factory=dict)     # key → (URI, description)
+    locations: dict[str, tuple[str, str]] = field(default_factory=dict)   # key → (path or URL, description)
 
     @property
     def ok(self) -> bool:
@@ -278,7 +278,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                     night.outcomes.append(run_stage(stage, lambda stage=stage: run_stage_of(night, stage)))
         night.running = []
         result = NightlyResult(run_id, night.outcomes, settings.runs_dir / f"nightly-{run_id}")
-        result.links = _links(settings, result, release_dir, entries["releases"])
+        result.locations = _locations(settings, result, release_dir, entries["releases"])
         write_run_dir(night.connection(), result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(night.outcomes), failures=result.failures(), run_id=run_id)
     except BaseException as exc:
@@ -336,25 +336,26 @@ def _end_unfinished(settings: Settings, night: Night, exc: BaseException) -> Non
         con.close()
 
 
-def _links(settings: Settings, result: NightlyResult, release_dir: Path | str,
-           releases: dict) -> dict[str, tuple[str, str]]:
-    """What a person opens after a run: each release folder there is (on a store, the folder its pointer names),
-    the quality results' Parquet mirror (written at the end of the run), and the run's own folder (summary.md,
-    plots)."""
-    links = {}
+def _locations(settings: Settings, result: NightlyResult, release_dir: Path | str,
+               releases: dict) -> dict[str, tuple[str, str]]:
+    """Where a person finds what the run made, at the stable places README names (a path as written, not
+    resolved through the mirror's link into one of its generations): each release there is (on a store, the
+    folder its pointer names), the quality results in the Parquet mirror, and the run's own folder."""
+    found = {}
     for name in sorted(releases):
         try:
             where = current_release(child_url(release_dir, name))
-        except StoreError as exc:        # a store gone since the export: no link, never a failed nightly
-            log.warning("nightly %s: no link to the %s release: %s", result.run_id, name, exc)
+        except StoreError as exc:        # a store gone since the export: not named, never a failed nightly
+            log.warning("nightly %s: the %s release is not named: %s", result.run_id, name, exc)
             continue
         if where is not None:
-            links[f"release-{name}"] = (where if isinstance(where, str) else where.resolve().as_uri(),
-                                        f"release folder: {name}")
-    quality = settings.parquet_dir / "ops" / "quality_results.parquet"
-    links["quality-results"] = (quality.resolve().as_uri(), "quality results (ops.quality_results, Parquet mirror)")
-    links["run-folder"] = (result.run_dir.resolve().as_uri(), f"nightly run {result.run_id}: summary.md and plots")
-    return links
+            found[f"release-{name}"] = (where if isinstance(where, str) else str(Path(where).absolute()),
+                                        f"the {name} release")
+    found["quality-results"] = (str((settings.parquet_dir / "ops" / "quality_results.parquet").absolute()),
+                                "quality results (ops.quality_results in the Parquet mirror)")
+    found["run-folder"] = (str(result.run_dir.absolute()), f"nightly run {result.run_id}: summary.md and plots "
+                                                           f"(the newest run's: {settings.runs_dir.absolute()}/latest)")
+    return found
 
 
 def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:
