@@ -135,18 +135,17 @@ class _Forecaster:
         """As nightly_runner._gated decides, with what the stages before it will change."""
         upstream = {t: self.changes[t] for t in stage.inputs if t in self.changes}
         missing = [t for t in stage.inputs if not self.warehouse.has(t)]
-        if [t for t in missing if t not in upstream]:
-            return SKIP, f"input missing: {', '.join(t for t in missing if t not in upstream)}"
-        if missing:
-            return self._after_upstream(upstream, f"{'its inputs are' if len(missing) > 1 else missing[0] + ' is'} "
-                                                  "missing now")
-        fingerprint, per_table = inputs_fingerprint(self.warehouse.con, stage.inputs)
+        fingerprint, per_table = (None, {}) if missing else inputs_fingerprint(self.warehouse.con, stage.inputs)
+        empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
+        for absent, what in ((missing, "missing"), (empty, "empty")):
+            if [t for t in absent if t not in upstream]:           # nothing tonight writes it: as the runner skips
+                return SKIP, f"input {what}: {', '.join(t for t in absent if t not in upstream)}"
+            if absent:
+                return self._after_upstream({t: upstream[t] for t in absent},
+                                            f"{_listed(absent)} {'is' if len(absent) == 1 else 'are'} {what} now")
         depends = stage.depends() if stage.depends else None
         if depends:
             fingerprint = value_fingerprint({"tables": fingerprint, "depends": depends})
-        empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
-        if [t for t in empty if t not in upstream]:
-            return SKIP, f"input empty: {', '.join(t for t in empty if t not in upstream)}"
         if self.options.force:
             return RUN, "--force"
         if stage.unwritten is not None and stage.unwritten():

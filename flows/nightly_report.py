@@ -14,7 +14,7 @@ from caseforge.artifacts import publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
-from caseforge.stage_report import known_problems_of, one_line, table_cell
+from caseforge.stage_report import known_problems_of, table_cell
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)

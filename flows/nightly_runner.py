@@ -163,8 +163,9 @@ def run_stage_of(night: Night, stage: Stage) -> StageOutcome:
         if (request := stop_of(exc)) is not None:        # the process was told to stop: not this stage's fault
             raise RunStopped(request) from exc
         log.exception("%s failed", stage.key)
+        error = exc.error if isinstance(getattr(exc, "error", None), Exception) else exc   # a flow's own, not FlowCrashed
         return StageOutcome(stage.kind, stage.name, "failed", {}, time.monotonic() - started,
-                            [f"{type(exc).__name__}: {exc}"])
+                            [f"{type(error).__name__}: {error}"])
 
 
 def _gated(night: Night, stage: Stage, started: float) -> StageOutcome:

@@ -109,3 +109,18 @@ def test_run_nightly_plan_says_what_would_run_and_writes_nothing(tmp_path, capsy
     assert ("builder", "casefacts", "maybe") in rows and ("export", "scotus", "maybe") in rows
     assert ("builder", "casegen", "skip") in rows           # curated.cn_judgments: only `ingest cn` writes it
     assert out.splitlines()[-1].startswith("would rebuild: nothing; maybe: builder aquaechr, builder casefacts"), out
+
+
+def test_a_stage_says_itself_in_one_line():
+    """The line a stage's task run ends with (its state message), the terminal prints and a notification carries:
+    a reason that names no record, whole on one line; records only counted (the problems table lists them)."""
+    from caseforge.flows.nightly_runner import StageOutcome
+
+    assert StageOutcome("source", "hudoc", "failed", failures=["ConnectionError: host\nhudoc down"]).line() == \
+        "source hudoc failed: ConnectionError: host hudoc down"
+    assert StageOutcome("builder", "x", "quarantined", failures=[
+        "casefacts_generated claim_id=c1: expect_column_values_to_have_enough_words on claim"]).line() == \
+        "builder x quarantined: 1 problem (in the night's problems)"
+    assert StageOutcome("export", "scotus", "skipped", note="inputs unchanged").line() == \
+        "export scotus skipped: inputs unchanged"
+    assert len(StageOutcome("source", "a", "failed", failures=["x" * 1000]).line()) < 340
