@@ -9,6 +9,7 @@ import functools
 import logging
 import re
 import signal
+import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -85,10 +86,32 @@ def run_subflow(flow, parameters: dict, name: str | None):
 
     parameters = get_call_parameters(flow.fn, (), parameters)
     with get_client(sync_client=True) as client:
+        if not _recorded(client, task_run.task_run.id):       # its parent must be there (a foreign key)
+            return flow.with_options(flow_run_name=name)(**parameters, return_state=True)
         child = client.create_flow_run(flow, name=name, parameters=flow.serialize_parameters(parameters),
                                        parent_task_run_id=task_run.task_run.id, state=Pending(),
                                        tags=TagsContext.get().current_tags)
     return run_flow(flow, flow_run=child, parameters=parameters, return_type="state")
+
+
+TASK_RUN_RECORDED_S = 30        # how long a subflow waits for the server to record its stage's task run
+
+
+def _recorded(client, task_run_id) -> bool:
+    """Whether the server has recorded the task run (Prefect 3 records task runs from their events, after the
+    task has started: a flow run naming it as its parent before that is refused, 409, a foreign key); waits for it
+    up to TASK_RUN_RECORDED_S. False: the subflow goes Prefect's own way (named, beside a task run of Prefect's)."""
+    from prefect.exceptions import ObjectNotFound
+
+    deadline = time.monotonic() + TASK_RUN_RECORDED_S
+    while True:
+        try:
+            client.read_task_run(task_run_id)
+            return True
+        except ObjectNotFound:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.25)
 
 
 def run_name(kind: str, target: str, run_id: int) -> str:

@@ -124,3 +124,29 @@ def test_a_stage_says_itself_in_one_line():
     assert StageOutcome("export", "scotus", "skipped", note="inputs unchanged").line() == \
         "export scotus skipped: inputs unchanged"
     assert len(StageOutcome("source", "a", "failed", failures=["x" * 1000]).line()) < 340
+
+
+class ServerRecordingLateDouble:
+    """A Prefect client double whose server records the task run only after `late` reads (Prefect 3 records task
+    runs from their events: a subflow created naming it as parent before that was refused, 409, measured)."""
+
+    def __init__(self, late: int):
+        self.late, self.reads = late, 0
+
+    def read_task_run(self, task_run_id):
+        from prefect.exceptions import ObjectNotFound
+
+        self.reads += 1
+        if self.reads <= self.late:
+            raise ObjectNotFound(http_exc=None)
+        return {"id": task_run_id}
+
+
+def test_a_stage_subflow_waits_until_its_task_run_is_recorded(monkeypatch):
+    from caseforge.flows import states
+
+    client = ServerRecordingLateDouble(late=3)
+    assert states._recorded(client, "t1") is True and client.reads == 4
+    monkeypatch.setattr(states, "TASK_RUN_RECORDED_S", 0.3)
+    never = ServerRecordingLateDouble(late=10**6)
+    assert states._recorded(never, "t1") is False            # then the subflow goes Prefect's own way, named
