@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from caseforge.flows.nightly_plan import Stage, release_location
+from caseforge.flows.nightly_report import RECORD_PROBLEM
 from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly
 from caseforge.flows.states import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.flows.wiring import install
@@ -113,10 +114,10 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
 
 def failed_message(result) -> str:
     """The failed nightly's state message (what a failure notification carries): which stages failed, each
-    stage's own line, and the first problem when those lines only count theirs."""
+    stage's own line, and the first record quarantined (the lines only count those)."""
     failed = [o for o in result.outcomes if o.failed]
-    lines = [o.line() for o in failed]
-    message = (f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(f'{o.stage} {o.name}' for o in failed)}), "
-               f"{len(result.failures())} problem(s): " + "; ".join(lines))
-    hidden = [f for o in failed for f in o.failures if f not in " ".join(lines)]
-    return message + (f"; first problem: {one_line(hidden[0])}" if hidden else "")
+    message = (f"nightly {result.run_id}: {len(failed)} stage(s) failed "
+               f"({', '.join(f'{o.stage} {o.name}' for o in failed)}), {len(result.failures())} problem(s): "
+               + "; ".join(o.line() for o in failed))
+    records = [f for o in failed for f in o.failures if RECORD_PROBLEM.fullmatch(f)]
+    return message + (f"; first record quarantined: {one_line(records[0])}" if records else "")

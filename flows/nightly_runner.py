@@ -58,14 +58,16 @@ class StageOutcome:
 
     def line(self) -> str:
         """The stage in one line, the same on the terminal, in Prefect (its task run's state message) and in a
-        failure notification: its reason when it has one that names no record, else how many problems it had
-        (the night's problems table lists each, with its record and value, once)."""
+        failure notification: its reason, or how many problems it had and the first reason that names no record;
+        records it quarantined are only counted (the night's problems table lists each, with its value, once)."""
         head = f"{self.stage} {self.name} {self.status}"
         if not self.failed or not self.failures:
             return f"{head}: {self.note}" if self.note else head
-        if len(self.failures) == 1 and not RECORD_PROBLEM.fullmatch(self.failures[0]):
-            return f"{head}: {one_line(self.failures[0])}"
-        return f"{head}: {len(self.failures)} problem{'s' if len(self.failures) != 1 else ''} (in the night's problems)"
+        reasons = [f for f in self.failures if not RECORD_PROBLEM.fullmatch(f)]    # not a quarantined record
+        if len(self.failures) == 1 and reasons:
+            return f"{head}: {one_line(reasons[0])}"
+        count = f"{len(self.failures)} problem{'s' if len(self.failures) != 1 else ''}"
+        return f"{head}: {count} (first: {one_line(reasons[0])})" if reasons else f"{head}: {count} (in the night's problems)"
 
     def summary_row(self) -> dict:
         c = self.counts

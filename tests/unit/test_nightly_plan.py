@@ -123,6 +123,8 @@ def test_a_stage_says_itself_in_one_line():
         "builder x quarantined: 1 problem (in the night's problems)"
     assert StageOutcome("export", "scotus", "skipped", note="inputs unchanged").line() == \
         "export scotus skipped: inputs unchanged"
+    assert StageOutcome("source", "guides", "failed", failures=["guide a: host down", "guide b: host down"]).line() \
+        == "source guides failed: 2 problems (first: guide a: host down)"
     assert len(StageOutcome("source", "a", "failed", failures=["x" * 1000]).line()) < 340
 
 

@@ -48,7 +48,7 @@ def test_a_long_value_is_quoted_shortened_on_one_line():
 
 def test_the_failed_nightly_says_each_failed_stage_in_its_own_line_and_the_first_problem(tmp_path):
     """The nightly's Failed state message (what the failure notification carries): the stage's one line, the
-    same as its task run's state message, then the first problem that line only counts."""
+    same as its task run's state message, then the first record quarantined, which that line only counts."""
     from caseforge.flows.nightly import failed_message
 
     result = nightly_runner.run_nightly(load_settings(tmp_path / "cf.duckdb"),
@@ -58,5 +58,5 @@ def test_the_failed_nightly_says_each_failed_stage_in_its_own_line_and_the_first
     assert builder.line() == "builder claims quarantined: 2 problems (in the night's problems)"
     message = failed_message(result)
     assert message.startswith(f"nightly {result.run_id}: 1 stage(s) failed (builder claims), 2 problem(s): "
-                              f"{builder.line()}; first problem: casefacts_generated claim_id=c1-0: expect_"), message
+                              f"{builder.line()}; first record quarantined: casefacts_generated claim_id=c1-0: expect_"), message
     assert "\n" not in message
