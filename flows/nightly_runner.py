@@ -58,7 +58,8 @@ class StageOutcome:
 
     def line(self) -> str:
         """The stage in one line, the same on the terminal, in Prefect (its task run's state message) and in a
-        failure notification: its reason, or how many problems it had and the first reason that names no record;
+        failure notification: its reason, or how many problems it had and the first and last reasons that name no
+        record (the last of a source's is often the host it gave up on);
         records it quarantined are only counted (the night's problems table lists each, with its value, once)."""
         head = f"{self.stage} {self.name} {self.status}"
         if not self.failed or not self.failures:
@@ -67,7 +68,10 @@ class StageOutcome:
         if len(self.failures) == 1 and reasons:
             return f"{head}: {one_line(reasons[0])}"
         count = f"{len(self.failures)} problem{'s' if len(self.failures) != 1 else ''}"
-        return f"{head}: {count} (first: {one_line(reasons[0])})" if reasons else f"{head}: {count} (in the night's problems)"
+        if not reasons:
+            return f"{head}: {count} (in the night's problems)"
+        last = f"; last: {one_line(reasons[-1])}" if len(reasons) > 1 else ""
+        return f"{head}: {count} (first: {one_line(reasons[0])}{last})"
 
     def summary_row(self) -> dict:
         c = self.counts

@@ -124,7 +124,7 @@ def test_a_stage_says_itself_in_one_line():
     assert StageOutcome("export", "scotus", "skipped", note="inputs unchanged").line() == \
         "export scotus skipped: inputs unchanged"
     assert StageOutcome("source", "guides", "failed", failures=["guide a: host down", "guide b: host down"]).line() \
-        == "source guides failed: 2 problems (first: guide a: host down)"
+        == "source guides failed: 2 problems (first: guide a: host down; last: guide b: host down)"
     assert len(StageOutcome("source", "a", "failed", failures=["x" * 1000]).line()) < 340
 
 
