@@ -64,16 +64,17 @@ class WebhookReceiver:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def messages_about(self, flow_run_name: str, wait_s: float) -> list[dict]:
-        """The messages naming this flow run, once one has come (or after wait_s), and 3 s more for a second."""
+    def messages_about(self, flow_run_id: str, wait_s: float) -> list[dict]:
+        """The messages about this flow run (its link names its id: its name, `nightly-<run id>`, is the same for
+        every warehouse's first nightly), once one has come (or after wait_s), and 3 s more for a second."""
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and not self._about(flow_run_name):
+        while time.monotonic() < deadline and not self._about(flow_run_id):
             time.sleep(0.5)
         time.sleep(3)
-        return self._about(flow_run_name)
+        return self._about(flow_run_id)
 
-    def _about(self, flow_run_name: str) -> list[dict]:
-        return [m for m in list(self.received) if flow_run_name in m.get("subject", "")]
+    def _about(self, flow_run_id: str) -> list[dict]:
+        return [m for m in list(self.received) if flow_run_id in m.get("body", "")]
 
     def stop(self):
         self.server.shutdown()
@@ -174,7 +175,7 @@ def test_a_live_nightly_without_network_fails_its_sources_within_minutes(live_ni
 def test_a_failed_nightly_posts_one_message_naming_its_failed_stages_and_linking_the_run(
         prefect_server, live_nightly, failure_webhook):
     flow_run = live_nightly["flow_run"]
-    messages = failure_webhook.messages_about(flow_run["name"], wait_s=60)
+    messages = failure_webhook.messages_about(flow_run["id"], wait_s=60)
     assert len(messages) == 1, (messages, failure_webhook.received, failure_webhook.setup_output)
     assert "failure notifications: webhook at http://127.0.0.1:" in failure_webhook.setup_output, \
         failure_webhook.setup_output
