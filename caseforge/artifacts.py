@@ -59,7 +59,7 @@ def publish_counters(key: str, title: str, counts: dict, names: tuple[str, ...] 
 
 def publish_report(report: StageReport, key: str, title: str) -> None:
     """A stage's counters as a table and its failures as a markdown list."""
-    publish_counters(key, f"{title} (run {report.run_id}): {report.status}", report.counts)
+    publish_counters(key, f"{title} run {report.run_id}: {report.status}", report.counts)   # as "Nightly run 7: ..."
     if report.failures:
         lines = "\n".join(f"- {reason}" for reason in report.failures[:MAX_FAILURES_SHOWN])
         extra = len(report.failures) - MAX_FAILURES_SHOWN

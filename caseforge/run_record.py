@@ -175,6 +175,13 @@ def working_in(run_id: int):
         end_work(token)
 
 _OPEN_RUNS: dict[tuple[Path | None, int], tuple[str, str]] = {}       # runs this process opened and has not ended
+_WHEN_STARTED: list = []        # hook(kind, target, run_id) after a run is recorded (the flows layer names its flow run)
+
+
+def also_when_started(hook) -> None:
+    """Call `hook(kind, target, run_id)` whenever this process records a run's start (once per hook)."""
+    if hook not in _WHEN_STARTED:
+        _WHEN_STARTED.append(hook)
 
 
 def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
@@ -192,6 +199,11 @@ def start_run(con: duckdb.DuckDBPyConnection, kind: str, target: str) -> int:
         write_open_file(path, {"run_id": run_id, "kind": kind, "target": target, "started_at": started_at.isoformat(),
                                 "pid": pid, "host": host, "process_start": process_start, "parent_run_id": parent})
     _OPEN_RUNS[(db_path, run_id)] = (kind, target)
+    for hook in list(_WHEN_STARTED):
+        try:
+            hook(kind, target, run_id)
+        except Exception as exc:              # noqa: BLE001  (a name for the run is never worth failing it)
+            log.warning("run %s: %s", run_id, exc)
     return run_id
 
 

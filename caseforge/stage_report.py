@@ -77,3 +77,21 @@ def known_problems_of(counts: dict) -> str | None:
     if not counts.get(KNOWN):
         return None
     return known_problems_text(counts[KNOWN], counts.get(KNOWN_PAYLOADS, 0), counts.get(KNOWN_SINCE))
+
+
+# --- a reason as people read it ---
+
+CELL_WIDTH = 80                 # a table cell longer than this is cut (the terminal's tables, the problems artifact)
+REASON_SHOWN = 300              # characters of a reason in a stage's one line
+
+
+def one_line(reason: str, limit: int = REASON_SHOWN) -> str:
+    """A reason on one line (spaces and line breaks folded), cut to `limit` characters."""
+    text = " ".join(str(reason).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def table_cell(text: str, width: int = CELL_WIDTH) -> str:
+    """Text as a table cell shows it: cut to `width` characters, the cut marked with '...'."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+

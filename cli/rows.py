@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from caseforge.cli.common import CommandError
+from caseforge.stage_report import table_cell
 
 TABLE_ROWS_SHOWN = 40            # a longer answer shows its first and last TABLE_ROWS_SHOWN // 2 rows
-CELL_WIDTH = 80                  # a table cell longer than this is cut
 SPOOL_IN_MEMORY = 1 << 20        # an answer's first MiB stays in memory; a longer one goes to the spool file
 COPY_CHUNK = 1 << 16
 
@@ -129,7 +129,7 @@ class _TableRows:
     @staticmethod
     def _cells(row: Sequence) -> list[str]:
         cells = [for_people(v).replace("\n", " ") for v in row]
-        return [c if len(c) <= CELL_WIDTH else c[:CELL_WIDTH - 3] + "..." for c in cells]
+        return [table_cell(c) for c in cells]
 
     def close(self) -> None:
         tail = [self._cells(row) for row in self.tail]

@@ -1,4 +1,5 @@
-"""`caseforge run nightly`: the full refresh (every source, changed builders, releases) as one Prefect flow."""
+"""`caseforge run nightly`: the full refresh (every source, changed builders, releases) as one Prefect flow;
+`--plan`: what it would run and why, without running anything."""
 from __future__ import annotations
 
 import argparse
@@ -28,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     nightly.add_argument("--force", action="store_true", help="run builders and exports even when inputs are unchanged")
     nightly.add_argument("--reparse", action="store_true",
                          help="every source parses all its files again, also those its parser version already loaded")
+    nightly.add_argument("--plan", action="store_true",
+                         help="print what the nightly would run and why (what changed since each stage's last "
+                              "success), without running anything or writing to the warehouse")
     add_db_option(nightly)
     add_llm_cache_options(nightly)
     nightly.set_defaults(handler=run_nightly_command)
@@ -41,6 +45,8 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     for name in sources or ():
         if name not in registry.SOURCES:
             raise unknown_value("source", name, registry.SOURCES)
+    if args.plan:
+        return print_plan(args, sources)
     with flows_session():
         state = nightly_refresh(db=args.db, from_samples=args.from_samples, samples_dir=args.samples,
                                 release_dir=args.release_dir, sources=sources, force=args.force,
@@ -71,3 +77,27 @@ def run_nightly_command(args: argparse.Namespace) -> int:
     failed = [f"{row['stage']} {row['name']}" for row in data["stages"] if row["status"] in ("failed", "quarantined")]
     raise CommandFailed([f"nightly {data['run_id']}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
                          f"{len(data['failures'])} problem(s), listed above"])
+
+
+def print_plan(args: argparse.Namespace, sources: list[str] | None) -> int:
+    """`run nightly --plan`: every stage of the next nightly with these options, `run`, `maybe` or `skip`, and
+    why; read-only (no run record, no Prefect, nothing written)."""
+    from pathlib import Path
+
+    from caseforge.flows.nightly_forecast import COLUMNS, MAYBE, forecast, would_rebuild
+    from caseforge.flows.nightly_plan import NightlyOptions, release_location
+    from caseforge.settings import load_settings
+
+    settings = load_settings(args.db)
+    options = NightlyOptions(from_samples=args.from_samples, samples_dir=Path(args.samples) if args.samples else None,
+                             release_dir=release_location(args.release_dir), sources=sources, force=args.force,
+                             reparse=args.reparse)
+    foreseen = forecast(settings, options)
+    print(f"the next nightly on {settings.db_path}: nothing was run, nothing written")
+    print_rows(COLUMNS, [[f.kind, f.name, f.would, f.why] for f in foreseen], "table")
+    rebuilt = would_rebuild(foreseen)
+    maybe = [f.key for f in foreseen if f.would == MAYBE]
+    print("would rebuild: " + (", ".join(rebuilt) if rebuilt else "nothing") +
+          (f"; maybe: {', '.join(maybe)} (as what the sources fetch decides)" if maybe else ""))
+    return 0
+

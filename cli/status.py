@@ -47,7 +47,7 @@ OWNER = ("pid", "host", "process_start")
 def status_data(con, limit: int, db_path=None) -> dict:
     """The latest runs (a `running` run whose process is gone shows as `interrupted`, or as the end it could not
     write to the warehouse (a full disk) when its open-run file beside `db_path` keeps one; listed in
-    `interrupted_now`) and the stages of the last nightly among them."""
+    `interrupted_now`) and the stages of the last nightly, however many runs came after it."""
     runs = _rows(run_sql(con, "ops/recent_runs.sql", [limit]))
     gone = interrupted_runs([(r["run_id"], *(r[k] for k in OWNER)) for r in runs if r["status"] == "running"])
     for run in runs:
@@ -56,10 +56,12 @@ def status_data(con, limit: int, db_path=None) -> dict:
             end = unwritten_end(db_path, run["run_id"])
             run["status"], run["message"] = ((end["status"], end.get("message")) if end else
                                              ("interrupted", f"interrupted: {gone[run['run_id']]}"))
-    last_nightly = next((r for r in runs if r["kind"] == "nightly"), None)
+    from caseforge.flows.nightly_plan import KINDS
+
+    last_nightly = run_sql(con, "ops/last_nightly_run.sql").fetchone()[0]      # among the runs shown or not
     stages = []
-    if last_nightly:
-        stages = _rows(run_sql(con, "ops/nightly_stages.sql", [last_nightly["run_id"]]))
+    if last_nightly is not None:
+        stages = _rows(run_sql(con, "ops/nightly_stages.sql", [last_nightly, [*KINDS, "publish"]]))
         for stage in stages:
             stage["counts"] = json.loads(stage["counts"]) if stage["counts"] else {}
     known = []
@@ -110,7 +112,7 @@ def run_status(args: argparse.Namespace) -> int:
     if args.stages:
         stages = data["last_nightly_stages"]
         if not stages:
-            print("no nightly among the runs shown", file=notes_out(fmt))
+            print("no nightly has run on this warehouse", file=notes_out(fmt))
         columns = STAGE_COLUMNS if fmt == "table" else STAGE_FIELDS
         print_rows(columns, [[s[c] for c in columns] for s in stages], fmt)
         return 0

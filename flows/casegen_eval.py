@@ -32,6 +32,7 @@ def casegen_eval(models: list[str] | None = None, llm: str | None = None, db: st
                                   human_scores, out_dir, allow_same_family, skip_judge, plots)
     report, result = pipeline.run_eval(settings, params, steps=PREFECT_STEPS)
     if result.get("markdown"):
-        publish_markdown("casegen-leaderboard", "## CaseGen leaderboard\n\n" + result["markdown"])
+        publish_markdown("casegen-leaderboard", "## CaseGen leaderboard\n\n" + result["markdown"],
+                         f"CaseGen evaluation run {report.run_id}: the scores of each model judged")
     publish_report(report, "casegen-eval", "CaseGen evaluation")
     return final_state(report)

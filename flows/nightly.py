@@ -3,6 +3,7 @@ does the work; here each source is a task run of this flow, each builder, evalua
 its own, and the run ends Completed, or Failed with the stages that failed."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable
 
@@ -10,11 +11,13 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
-from caseforge.flows import registry
-from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly, run_source
+from caseforge.flows.nightly_plan import Stage, release_location
+from caseforge.flows.nightly_report import RECORD_PROBLEM
+from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly
 from caseforge.flows.states import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.flows.wiring import install
-from caseforge.settings import Settings, load_settings, overriding
+from caseforge.settings import load_settings, overriding
+from caseforge.stage_report import one_line
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.warehouse.connection import open_warehouse
 
@@ -24,16 +27,12 @@ install()
 
 
 def stage_state(outcome: StageOutcome):
-    """What a stage's task run returns: its outcome, or a Failed state carrying it when the stage failed (or
-    quarantined), so the task run shows Failed in the UI while the nightly goes on with the others."""
-    if not outcome.failed:
-        return outcome
-    reasons = outcome.failures
-    if not reasons:
-        return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}", outcome)
-    summary = (f"1 problem: {reasons[0]}" if len(reasons) == 1
-               else f"{len(reasons)} problems, first: {reasons[0]}; last: {reasons[-1]}")
-    return failed_state(f"{outcome.stage} {outcome.name} {outcome.status}: {summary}", outcome)
+    """What a stage's task run ends in, its one line (StageOutcome.line) as the state's message: Completed
+    (skipped ones too, with their reason), or Failed carrying the outcome when the stage failed (or quarantined),
+    so the task run shows Failed in the UI while the nightly goes on with the others."""
+    if outcome.failed:
+        return failed_state(outcome.line(), outcome)
+    return Completed(message=outcome.line(), data=outcome)
 
 
 def outcome_of(state) -> StageOutcome:
@@ -49,40 +48,40 @@ def outcome_of(state) -> StageOutcome:
 
 
 @ends_as_stopped
-def _source_stage(settings: Settings, source: registry.Source, kwargs: dict):
-    return stage_state(run_source(settings, source, kwargs))
-
-
-@ends_as_stopped
-def _gated_stage(run: Callable[[], StageOutcome]):
+def _stage(run: Callable[[], StageOutcome]):
     return stage_state(run())
 
 
-source_task = task(name="nightly-source", cache_policy=NO_CACHE)(_source_stage)
-stage_task = task(name="nightly-stage", cache_policy=NO_CACHE)(_gated_stage)
+stage_task = task(name="nightly-stage", cache_policy=NO_CACHE)(_stage)
 
 
-def prefect_sources(settings: Settings, planned: list) -> list[StageOutcome]:
-    """Each source as a Prefect task run on the flow's thread pool (one task per source, not per row)."""
-    futures = [source_task.with_options(task_run_name=f"source-{source.name}").submit(settings, source, kwargs)
-               for source, kwargs in planned]
+def _publish_details(result, quality: list[dict], problems: list[dict]) -> None:
+    from caseforge.flows.nightly_report import publish_details
+
+    publish_details(result, quality, problems)
+
+
+# The night's artifacts besides its summary, from a task run of their own: the UI lists a flow run's own artifacts
+# (the summary) before those of its task runs.
+report_task = task(name="nightly-report", task_run_name="report", cache_policy=NO_CACHE)(_publish_details)
+
+
+def _task_of(stage: Stage):
+    return stage_task.with_options(name=f"nightly-{stage.kind}", task_run_name=stage.task_name)
+
+
+def prefect_parallel(stages: list[Stage], run: Callable[[Stage], StageOutcome]) -> list[StageOutcome]:
+    """Each parallel stage (the sources) a task run on the flow's thread pool, named <kind>-<name>."""
+    futures = [_task_of(stage).submit(functools.partial(run, stage)) for stage in stages]
     for future in futures:
         future.wait()
     return [outcome_of(future.state) for future in futures]
 
 
-def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:
-    """A builder, an evaluation or an export as its own task run of the nightly (in the flow's thread: they
-    share its DuckDB connection), named <stage>-<name>."""
-    state = stage_task.with_options(name=f"nightly-{stage}", task_run_name=f"{stage}-{name}")(run, return_state=True)
-    return outcome_of(state)
-
-
-def _release_location(release_dir: str | None) -> Path | str | None:
-    """--release-dir as a folder, or as the store URL it is (a Path would fold `s3://` into `s3:/`)."""
-    from caseforge.release.stored import is_store_url
-
-    return None if not release_dir else release_dir if is_store_url(release_dir) else Path(release_dir)
+def prefect_stage(stage: Stage, run: Callable[[], StageOutcome]) -> StageOutcome:
+    """Any other stage (a builder, an evaluation, a release) a task run of its own in the flow's thread (they
+    share its DuckDB connection), named <kind>-<name>: a skipped stage too, Completed with its reason."""
+    return outcome_of(_task_of(stage)(run, return_state=True))
 
 
 @flow(name="nightly", log_prints=True)
@@ -94,21 +93,31 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     prompts changed; one summary. `settings` is laid over the settings file for this run (a deployment's
     way to choose models, caps and fan-out). `reparse`: every source parses all its payloads again, also
     those its parser version already loaded (after a parser fix that kept its version)."""
-    from caseforge.flows.nightly_report import problem_rows, publish_artifacts, quality_rows
+    from caseforge.flows.nightly_report import problem_rows, publish_summary, quality_rows
 
     options = NightlyOptions(from_samples=from_samples, samples_dir=Path(samples_dir) if samples_dir else None,
-                             release_dir=_release_location(release_dir), sources=sources, force=force,
+                             release_dir=release_location(release_dir), sources=sources, force=force,
                              reparse=reparse)
     with overriding(settings):             # the run's settings: the current ones, the overrides laid over them
         warehouse = load_settings(db)
-        result = run_nightly(warehouse, options, map_sources=prefect_sources, run_stage=prefect_stage)
+        result = run_nightly(warehouse, options, map_parallel=prefect_parallel, run_stage=prefect_stage)
     with open_warehouse(warehouse.db_path) as con:
-        problems = problem_rows(con, result)
-        publish_artifacts(result, quality_rows(con), problems)
+        problems, quality = problem_rows(con, result), quality_rows(con)
+    publish_summary(result)
+    report_task(result, quality, problems)
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = {**result.to_dict(), "problems": problems}
     if result.ok:
         return Completed(message=f"nightly {result.run_id}: ok", data=data)
-    failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]
-    return failed_state(f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
-                        f"{len(data['failures'])} problem(s): " + "; ".join(data["failures"][:3]), data)
+    return failed_state(failed_message(result), data)
+
+
+def failed_message(result) -> str:
+    """The failed nightly's state message (what a failure notification carries): which stages failed, each
+    stage's own line, and the first record quarantined (the lines only count those)."""
+    failed = [o for o in result.outcomes if o.failed]
+    message = (f"nightly {result.run_id}: {len(failed)} stage(s) failed "
+               f"({', '.join(f'{o.stage} {o.name}' for o in failed)}), {len(result.failures())} problem(s): "
+               + "; ".join(o.line() for o in failed))
+    records = [f for o in failed for f in o.failures if RECORD_PROBLEM.fullmatch(f)]
+    return message + (f"; first record quarantined: {one_line(records[0])}" if records else "")

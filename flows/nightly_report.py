@@ -10,14 +10,18 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.artifacts import publish_link, publish_markdown, publish_table
+from caseforge.artifacts import publish_markdown, publish_table
 from caseforge.atomic import link_atomically
 from caseforge.plots import bar_chart, box_plot, data_uri, grouped_bars, histogram_panels
 from caseforge.release import md_table
-from caseforge.stage_report import known_problems_of
+from caseforge.stage_report import known_problems_of, table_cell
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
+
+# How caseforge.load names a row the gate quarantined: "<table> <key column>=<key>: <rule>; <rule>; ..."
+RECORD_PROBLEM = re.compile(r"(?P<table>[a-z][a-z0-9_]*) (?P<key_column>[a-z_][a-z0-9_]*)=(?P<key>\S+): (?P<rules>.+)",
+                            re.S)
 
 LATEST = "latest"        # <db name>-runs/latest: the newest nightly's run folder
 
@@ -25,9 +29,14 @@ SUMMARY_COLUMNS = ["stage", "name", "status", "fetched", "new_payloads", "new", 
                    "known_problems", "llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "model_s",
                    "tokens_per_kept", "duration_s", "problems", "note"]
 COST_COLUMNS = ["run", "step", "model", "served_model", "calls", "prompt_tokens", "completion_tokens", "model_s"]
-# The night's problems, each once: the stage, the record (a quarantined row's table and key), each rule it broke
-# and the value that broke it, quoted and shortened.
-PROBLEM_COLUMNS = ["stage", "record", "rule", "text"]
+# The night's problems, each once: the stage, the record (a quarantined row's table and key), the value that broke
+# a rule, quoted and shortened, beside each rule it broke.
+PROBLEM_COLUMNS = ["stage", "record", "value", "rule"]
+# The summary artifact's columns: what a person reads first (the status, the note, the problems, the LLM calls)
+# before the counts, so a screen that cuts the table keeps them.
+SUMMARY_ARTIFACT_COLUMNS = ["stage", "name", "status", "note", "problems", "llm_calls", "new", "changed",
+                            "quarantined", "known_problems", "fetched", "new_payloads", "cache_hits", "prompt_tokens",
+                            "completion_tokens", "model_s", "tokens_per_kept", "duration_s"]
 TEXT_SHOWN = 60                # characters of a quarantined value quoted beside its rule
 QUALITY_COLUMNS = ["table_name", "suite", "validated_at", "success", "rows_checked", "rows_failed", "batch_rejected",
                    "batches"]
@@ -43,8 +52,6 @@ def summary_table(result) -> list[dict]:
     return [o.summary_row() for o in result.outcomes]
 
 
-# How caseforge.load names a row the gate quarantined: "<table> <key column>=<key>: <rule>; <rule>; ..."
-_RECORD = re.compile(r"(?P<table>[a-z][a-z0-9_]*) (?P<key_column>[a-z_][a-z0-9_]*)=(?P<key>\S+): (?P<rules>.+)", re.S)
 # One rule as caseforge.gate describes it: "expect_... [on <column>] [{kwargs}]"
 _RULE = re.compile(r"(?P<rule>expect_[a-z0-9_]+)(?: on (?P<column>\w+))?(?: (?P<kwargs>\{.*\}))?", re.S)
 
@@ -90,20 +97,20 @@ def problem_rows(con: duckdb.DuckDBPyConnection, result, limit: int = MAX_PROBLE
     """The night's first `limit` problems, each once (PROBLEM_COLUMNS), one row per rule it broke: a row the
     gate quarantined is named by its table and key, each rule beside the value that broke it (read back from
     ops.quarantine); any other problem is its reason."""
-    problems = [(f"{o.stage} {o.name}", reason, _RECORD.fullmatch(reason))
+    problems = [(f"{o.stage} {o.name}", reason, RECORD_PROBLEM.fullmatch(reason))
                 for o in result.outcomes if o.failed for reason in o.failures or [o.status]][:limit]
     quarantined = _quarantined_rows(con, result.run_id, [(f["table"], f["key"]) for _, _, f in problems if f])
     rows = []
     for stage, reason, found in problems:
         if found is None:
-            rows.append({"stage": stage, "record": "", "rule": reason, "text": ""})
+            rows.append({"stage": stage, "record": "", "value": "", "rule": reason})
             continue
         data = quarantined.get((found["table"], found["key"]), {})
         record = f"{found['table']} {found['key_column']}={found['key']}"
         for rule in re.split(r"; (?=expect_)", found["rules"]):
             column = _rule_column(rule)
-            text = quoted(data[column]) if column in data and data[column] is not None else ""
-            rows.append({"stage": stage, "record": record, "rule": rule, "text": text})
+            value = quoted(data[column]) if column in data and data[column] is not None else ""
+            rows.append({"stage": stage, "record": record, "value": value, "rule": rule})
     return rows
 
 
@@ -113,10 +120,16 @@ def problems_once(rows: list[dict]) -> list[list]:
     for row in rows:
         stage = "" if row["stage"] == last[0] else row["stage"]
         same_record = bool(row["record"]) and (row["stage"], row["record"]) == last[:2]
-        text = "" if same_record and row["text"] == last[2] else row["text"]
-        shown.append([stage, "" if same_record else row["record"], row["rule"], text])
-        last = (row["stage"], row["record"], row["text"])
+        value = "" if same_record and row["value"] == last[2] else row["value"]
+        shown.append([stage, "" if same_record else row["record"], value, row["rule"]])
+        last = (row["stage"], row["record"], row["value"])
     return shown
+
+
+def problems_artifact(rows: list[dict]) -> list[dict]:
+    """The problems as the UI's table shows them: each once (problems_once), a rule cut as the terminal's
+    table cuts it, so the value that broke it stays on the screen beside it."""
+    return [dict(zip(PROBLEM_COLUMNS, row[:-1] + [table_cell(row[-1])])) for row in problems_once(rows)]
 
 
 def quality_markdown(quality: list[dict]) -> str:
@@ -170,7 +183,7 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
              md_table(SUMMARY_COLUMNS, [[row[c] for c in SUMMARY_COLUMNS] for row in summary_table(result)]), ""]
     if result.failures():
         if problems is None:
-            problems = [{"stage": line.split(": ", 1)[0], "record": "", "rule": line.split(": ", 1)[-1], "text": ""}
+            problems = [{"stage": line.split(": ", 1)[0], "record": "", "value": "", "rule": line.split(": ", 1)[-1]}
                         for line in result.failures()[:MAX_PROBLEMS_LISTED]]
         parts += ["## Problems", "", md_table(PROBLEM_COLUMNS, problems_once(problems)), ""]
         if len(result.failures()) > MAX_PROBLEMS_LISTED:
@@ -182,9 +195,8 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
             [f"- {line}" for line in known] + [""]
     parts += cost_markdown(costs or [])
     parts += ["## Quality gate (per table, over all batches of its current data)", "", quality_markdown(quality), ""]
-    if result.links:
-        parts += ["## Links", ""] + [f"- [{description}]({uri})" for _, (uri, description) in
-                                     sorted(result.links.items())] + [""]
+    if result.locations:
+        parts += ["## Where things are", "", locations_markdown(result.locations), ""]
     if result.plots:
         parts += ["## Plots", ""]
         for name, (title, path) in sorted(result.plots.items()):
@@ -193,25 +205,44 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
     return "\n".join(parts)
 
 
-def publish_artifacts(result, quality: list[dict], problems: list[dict] | None = None) -> None:
-    """The run's artifacts: summary table, problems, quality, plots, and links to the release folders, the
-    quality table's Parquet mirror and the run's folder."""
-    # the verdict in plain words: the problems themselves (rules, quoted values) are in nightly-problems
-    verdict = "ok" if result.ok else (f"FAILED: {', '.join(f'{o.stage} {o.name}' for o in result.outcomes if o.failed)}"
-                                      f" ({len(result.failures())} problem(s), listed in nightly-problems)")
-    publish_table("nightly-summary", summary_table(result), f"Nightly run {result.run_id}: {verdict}")
+def locations_markdown(locations: dict[str, tuple[str, str]]) -> str:
+    """Each place as text a person copies (no link: a browser opens no local path, nor an s3:// URL)."""
+    return "\n".join(f"- {description}: `{where}`" for _, (where, description) in sorted(locations.items()))
+
+
+def artifact_verdict(result) -> str:
+    """The summary artifact's description: the verdict, and the failed stages, each in its own line."""
+    if result.ok:
+        return f"Nightly run {result.run_id}: {verdict(result)}"
+    failed = [o for o in result.outcomes if o.failed]
+    return (f"Nightly run {result.run_id}: FAILED: {len(failed)} stage(s) failed, {len(result.failures())} "
+            "problem(s) (each in nightly-problems): " + "; ".join(o.line() for o in failed))
+
+
+def publish_summary(result) -> None:
+    """The nightly's own artifact, published in the flow run itself (the UI lists a flow run's own artifacts
+    before those of its task runs): the verdict, then one row per stage, its note and problems first."""
+    publish_table("nightly-summary", [{c: row[c] for c in SUMMARY_ARTIFACT_COLUMNS} for row in summary_table(result)],
+                  artifact_verdict(result))
+
+
+def publish_details(result, quality: list[dict], problems: list[dict] | None = None) -> None:
+    """The night's other artifacts (published from its `report` task run, after the summary): the problems, the
+    quality gate, the plots, and where its releases, quality results and run folder are."""
+    run = f"Nightly run {result.run_id}"
     if problems:
-        publish_table("nightly-problems", problems, f"Nightly run {result.run_id}: each problem, with each rule "
-                                                    "it broke and the value that broke it")
+        publish_table("nightly-problems", problems_artifact(problems),
+                      f"{run}: each problem once, the value beside each rule it broke")
     publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
-                     "ops.quality_results per table, summed over the batches of the run that last validated it")
+                     f"{run}: ops.quality_results per table, summed over the batches of the run that last validated it")
     if result.plots:
         links = {name: data_uri(path.read_bytes()) for name, (_, path) in result.plots.items()}
         body = "\n\n".join(f"### {title}\n\n![{title}]({links[name]})\n\nfile: `{path}`"
-                           for name, (title, path) in sorted(result.plots.items()))
-        publish_markdown("nightly-plots", body, "plots of this run")
-    for key, (uri, description) in sorted(result.links.items()):
-        publish_link(f"nightly-{key}", uri, description)
+                            for name, (title, path) in sorted(result.plots.items()))
+        publish_markdown("nightly-plots", body, f"{run}: plots")
+    if result.locations:
+        publish_markdown("nightly-locations", "## Where things are\n\n" + locations_markdown(result.locations),
+                         f"{run}: the release folders, the quality results and the run folder, to copy")
 
 
 def plot_rows(con: duckdb.DuckDBPyConnection, statement: str, *tables: str) -> list[tuple]:

@@ -38,18 +38,17 @@ def review_stage(settings: Settings, con, benchmark: str, client=None) -> StageR
     report.results["summary"] = "; ".join(notes)
     return report
 
-def review_depends(con, release: str) -> dict | None:
+def review_depends(con, release: str, settings: Settings) -> dict | None:
     """What a release's judge card depends on besides its tables (its review's items and annotations, the
     [review] settings), so that the nightly writes the release again when they change; None for a release
     without a judge card."""
     from caseforge.review.card import JUDGE_STEPS
-    from caseforge.settings import load_settings
     from caseforge.warehouse.statements import run_sql, table_exists
 
     if release not in JUDGE_STEPS:
         return None
     state = (run_sql(con, "review/state.sql", {"benchmark": release}).fetchone()
              if table_exists(con, "review.items") else (0, ""))
-    review = load_settings().file.review
+    review = settings.file.review
     return {"review": {"items": state[0], "annotations": state[1],
                        "settings": review.model_dump(exclude={"token", "url", "timeout_s", "page_size", "nightly"})}}

@@ -1,17 +1,15 @@
-"""The nightly refresh without Prefect (`run_nightly`; caseforge.flows.nightly runs it as a flow): every
-source, then the builders whose inputs changed, then the releases.
+"""The nightly refresh without Prefect (`run_nightly`; caseforge.flows.nightly runs it as a flow): the runner
+that walks tonight's plan (caseforge.flows.nightly_plan), wave after wave.
 
-What runs comes from caseforge.flows.registry: SOURCES (each a flow, run in parallel, each on its own DuckDB
-connection), BUILDERS marked `nightly`, and RELEASES. A builder or release runs only when the fingerprint of
-its input tables differs from the one recorded at its last success (ops.input_fingerprints), so a night with no
-upstream change makes no LLM call and leaves the releases as they were. One failing stage does not stop the
-others; the run ends Failed and lists them. How each stage runs is handed in (`map_sources`, `run_stage`):
+One failing stage does not stop the others; the run ends Failed and lists them. A gated stage (a builder, an
+evaluation, a release) runs only when the fingerprint of its input tables, and of what else decides it, differs
+from the one recorded at its last success (ops.input_fingerprints), so a night with no upstream change makes no
+LLM call and leaves the releases as they were. How the stages run is handed in (`map_parallel`, `run_stage`):
 threads and plain calls by default, Prefect task runs in the flow, doubles in tests.
 """
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 import logging
 import time
@@ -23,18 +21,23 @@ from typing import Callable
 
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
+from caseforge.flows.nightly_plan import (NightlyOptions, Plan, Stage, as_report, build_plan, files_fingerprint,
+                                          registry_stages, samples_folder, source_kwargs)
+from caseforge.flows.nightly_report import PLOTS, RECORD_PROBLEM, write_run_dir
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease, ReleaseHeld
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import begin_work, end_run, end_work, start_run, stop_open_runs
 from caseforge.session import LLM_COST_COUNTS, publish_after_each_run, publish_at_end, publish_recorded
-from caseforge.settings import Settings, load_settings
-from caseforge.stage_report import KNOWN, StageReport
+from caseforge.settings import Settings
+from caseforge.stage_report import KNOWN, StageReport, one_line
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
 from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql, table_exists
+
+__all__ = ["NightlyOptions", "NightlyResult", "StageOutcome", "run_nightly", "source_kwargs"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,23 @@ class StageOutcome:
     @property
     def failed(self) -> bool:
         return self.status in ("failed", "quarantined")
+
+    def line(self) -> str:
+        """The stage in one line, the same on the terminal, in Prefect (its task run's state message) and in a
+        failure notification: its reason, or how many problems it had and the first and last reasons that name no
+        record (the last of a source's is often the host it gave up on);
+        records it quarantined are only counted (the night's problems table lists each, with its value, once)."""
+        head = f"{self.stage} {self.name} {self.status}"
+        if not self.failed or not self.failures:
+            return f"{head}: {self.note}" if self.note else head
+        reasons = [f for f in self.failures if not RECORD_PROBLEM.fullmatch(f)]    # not a quarantined record
+        if len(self.failures) == 1 and reasons:
+            return f"{head}: {one_line(reasons[0])}"
+        count = f"{len(self.failures)} problem{'s' if len(self.failures) != 1 else ''}"
+        if not reasons:
+            return f"{head}: {count} (in the night's problems)"
+        last = f"; last: {one_line(reasons[-1])}" if len(reasons) > 1 else ""
+        return f"{head}: {count} (first: {one_line(reasons[0])}{last})"
 
     def summary_row(self) -> dict:
         c = self.counts
@@ -85,7 +105,7 @@ class NightlyResult:
     outcomes: list[StageOutcome]
     run_dir: Path
     plots: dict[str, tuple[str, Path]] = field(default_factory=dict)
-    links: dict[str, tuple[str, str]] = field(default_factory=dict)     # key → (URI, description)
+    locations: dict[str, tuple[str, str]] = field(default_factory=dict)   # key → (path or URL, description)
 
     @property
     def ok(self) -> bool:
@@ -110,127 +130,97 @@ class NightlyResult:
                 "rebuilt": self.rebuilt()}
 
 
-def _as_report(result, name: str) -> StageReport:
-    if isinstance(result, StageReport):
-        return result
-    if isinstance(result, dict):
-        return StageReport(name=result.get("name", name), counts=dict(result.get("counts", {})),
-                           failures=list(result.get("failures", [])), run_id=result.get("run_id"),
-                           results=dict(result.get("results", {})), ended=result.get("ended"))
-    raise TypeError(f"{name}: a stage must return a StageReport or its dict, got {type(result).__name__}")
-
-
-def _outcome(stage: str, name: str, result, started: float) -> StageOutcome:
-    report = _as_report(result, name)
-    return StageOutcome(stage, name, report.status, dict(report.counts), time.monotonic() - started,
+def _outcome(stage: Stage, result, started: float, rows: int | None = None) -> StageOutcome:
+    """What a stage's work returned, as its outcome: a report's status, counts and failures; what a release wrote
+    succeeded, counting the rows it read (`rows`) and naming where it went."""
+    if stage.kind == "export" and not isinstance(result, (StageReport, dict)):
+        return StageOutcome(stage.kind, stage.name, "succeeded", {"rows": rows or 0}, time.monotonic() - started, [],
+                            str(getattr(result, "path", "") or ""))
+    report = as_report(result, stage.name)
+    return StageOutcome(stage.kind, stage.name, report.status, dict(report.counts), time.monotonic() - started,
                         list(report.failures), str(report.results.get("summary") or ""))
 
 
-def source_kwargs(source: registry.Source, from_samples: bool, samples_dir: Path) -> dict | None:
-    """The flow arguments of a source: none live; its sample paths with --from-samples (None: no samples)."""
-    if not from_samples:
-        return {}
-    if source.samples is None:
-        return None
-    paths = {arg: samples_dir / rel for arg, rel in source.samples.items()}
-    if not all(path.exists() for path in paths.values()):
-        return None
-    return {arg: str(path) for arg, path in paths.items()}
+@dataclass
+class Night:
+    """What the stages of one nightly share while it runs: the run, its plan, the outcomes so far and one DuckDB
+    connection for the stages that run in the nightly's own thread (the parallel ones open their own)."""
+    settings: Settings
+    run_id: int
+    plan: Plan
+    force: bool = False
+    outcomes: list[StageOutcome] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)
+    con: object = None
+
+    def connection(self):
+        if self.con is None:
+            self.con = connect(self.settings.db_path)
+        return self.con
+
+    def failed(self) -> set[str]:
+        return {f"{o.stage} {o.name}" for o in self.outcomes if o.failed}
 
 
-def run_source(settings: Settings, source: registry.Source, kwargs: dict) -> StageOutcome:
-    """One source on its own connection; any exception becomes a failed outcome, never a crash."""
+def run_stage_of(night: Night, stage: Stage) -> StageOutcome:
+    """One stage of the plan, start to end; any exception becomes a failed outcome, never a crash (a stop, though,
+    stops the nightly)."""
     started = time.monotonic()
+    skip = stage.skip or night.plan.held_back(stage, night.failed())
+    if skip:
+        return StageOutcome(stage.kind, stage.name, "skipped", note=skip)
     try:
-        with open_warehouse(settings.db_path) as con:
-            before = run_sql(con, "ops/count_payloads.sql", [source.archive_source]).fetchone()[0]
-        outcome = _outcome("source", source.name, source.run(settings, **kwargs), started)
-        with open_warehouse(settings.db_path) as con:
-            after = run_sql(con, "ops/count_payloads.sql", [source.archive_source]).fetchone()[0]
-        outcome.counts["new_payloads"] = after - before
-        return outcome
-    except Exception as exc:  # one source failing must not stop the others
-        if (request := stop_of(exc)) is not None:        # the process was told to stop: not this source's fault
+        with registry.subflow_named(f"nightly-{night.run_id} {stage.task_name}"):
+            if stage.gated:
+                return _gated(night, stage, started)
+            return _outcome(stage, stage.work(night), started)
+    except NothingToRelease as exc:          # a weak model kept nothing: said, not a crash
+        return StageOutcome(stage.kind, stage.name, "skipped", {}, time.monotonic() - started, [],
+                            f"nothing to release: {exc}")
+    except ReleaseHeld as exc:               # [review.policy] below = "hold": said, not a crash
+        return StageOutcome(stage.kind, stage.name, "skipped", {}, time.monotonic() - started, [], str(exc))
+    except Exception as exc:
+        if (request := stop_of(exc)) is not None:        # the process was told to stop: not this stage's fault
             raise RunStopped(request) from exc
-        log.exception("source %s failed", source.name)
-        return StageOutcome("source", source.name, "failed", {}, time.monotonic() - started,
-                            [f"{type(exc).__name__}: {exc}"])
+        log.exception("%s failed", stage.key)
+        error = exc.error if isinstance(getattr(exc, "error", None), Exception) else exc   # a flow's own, not FlowCrashed
+        return StageOutcome(stage.kind, stage.name, "failed", {}, time.monotonic() - started,
+                            [f"{type(error).__name__}: {error}"])
 
 
-def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, dict]]) -> list[StageOutcome]:
-    """Each (source, kwargs) in its own thread, with a copy of the caller's context."""
-    if not planned:
-        return []
-    with ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="nightly-source") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, run_source, settings, source, kwargs)
-                   for source, kwargs in planned]
-        return [f.result() for f in futures]
-
-
-def depends_on(entry: registry.FlowEntry, options: dict, settings: Settings | None = None) -> dict:
-    """What besides its input tables decides a builder's or an evaluation's output: the backend, model and
-    options each of its LLM steps resolves to (under `settings`, default the current ones), the content of its
-    prompt templates, and its options."""
-    from caseforge.settings import PROMPTS_DIR
-    from caseforge.llm.config import llm_choice
-
-    settings = settings or load_settings()
-    choices = {}
-    for step, role in sorted(entry.llm_steps().items()):
-        try:
-            choices[step] = llm_choice(settings, step, role, options.get("llm"), options.get("model")).identity()
-        except ValueError as exc:          # no model for a role: that, too, is part of the configuration
-            choices[step] = {"unresolved": str(exc)}
-    prompts = {path.relative_to(PROMPTS_DIR).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-               for pattern in entry.prompts for path in sorted(PROMPTS_DIR.glob(pattern))}
-    return {"llm": choices, "prompts": prompts, "options": options}
-
-
-def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[], object], run_id: int,
-           force: bool = False, depends: dict | None = None) -> StageOutcome:
-    """Run a builder, an evaluation or an export only when its inputs — tables, and `depends` (settings,
-    prompts) — changed since its last success."""
-    started = time.monotonic()
-    missing = [t for t in inputs if not table_exists(con, t)]
+def _gated(night: Night, stage: Stage, started: float) -> StageOutcome:
+    """Run a gated stage only when its inputs — tables, and `depends` (settings, prompts) — changed since its last
+    success, or its output is absent, or the night is forced."""
+    con = night.connection()
+    missing = [t for t in stage.inputs if not table_exists(con, t)]
     if missing:
-        return StageOutcome(stage, name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
-    fingerprint, per_table = inputs_fingerprint(con, inputs)
+        return StageOutcome(stage.kind, stage.name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
+    fingerprint, per_table = inputs_fingerprint(con, stage.inputs)
+    depends = stage.depends(con) if stage.depends else None
     if depends:
         fingerprint = value_fingerprint({"tables": fingerprint, "depends": depends})
     empty = [t for t, fp in per_table.items() if fp["rows"] == 0]
     if empty:
-        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"input empty: {', '.join(empty)}")
-    if not force and last_fingerprint(con, stage, name) == fingerprint:
-        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], "inputs unchanged")
+        return StageOutcome(stage.kind, stage.name, "skipped", {}, time.monotonic() - started, [],
+                            f"input empty: {', '.join(empty)}")
+    force = night.force or (stage.unwritten is not None and stage.unwritten())
+    if not force and last_fingerprint(con, stage.kind, stage.name) == fingerprint:
+        return StageOutcome(stage.kind, stage.name, "skipped", {}, time.monotonic() - started, [], "inputs unchanged")
     llm_before = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0]
-    try:
-        result = run()
-    except NothingToRelease as exc:          # a weak model kept nothing: said, not a crash
-        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], f"nothing to release: {exc}")
-    except ReleaseHeld as exc:               # [review.policy] below = "hold": said, not a crash
-        return StageOutcome(stage, name, "skipped", {}, time.monotonic() - started, [], str(exc))
-    except Exception as exc:
-        if (request := stop_of(exc)) is not None:
-            raise RunStopped(request) from exc
-        log.exception("%s %s failed", stage, name)
-        return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])
-    if stage in ("builder", "evaluation"):
-        outcome = _outcome(stage, name, result, started)
-    else:
-        outcome = StageOutcome(stage, name, "succeeded", {"rows": sum(v["rows"] for v in per_table.values())},
-                               time.monotonic() - started, [], str(getattr(result, "path", "")))
+    outcome = _outcome(stage, stage.work(night), started, sum(v["rows"] for v in per_table.values()))
     outcome.counts["llm_calls"] = run_sql(con, "ops/count_llm_calls.sql").fetchone()[0] - llm_before
     if not outcome.failed:
-        record_fingerprint(con, stage, name, fingerprint, {"tables": per_table, "depends": depends or {}}, run_id)
+        record_fingerprint(con, stage.kind, stage.name, fingerprint, {"tables": per_table, "depends": depends or {}},
+                           night.run_id)
     return outcome
 
 
-def _review(settings: Settings, con, name: str) -> StageOutcome:
-    """The review stage of one benchmark (caseforge.flows.nightly_review)."""
-    from caseforge.flows.nightly_review import review_stage
-
-    started = time.monotonic()
-    return _outcome("review", name, review_stage(settings, con, name), started)
+def _record_replayed_files(night: Night, stage: Stage, outcome: StageOutcome, samples_dir: Path) -> None:
+    """After a source replayed its files without failing: their fingerprint, which `--plan` compares."""
+    if stage.files and not outcome.failed and outcome.status != "skipped":
+        files = files_fingerprint(stage.files, samples_dir)
+        record_fingerprint(night.connection(), stage.kind, stage.name, value_fingerprint(files), {"files": files},
+                           night.run_id)
 
 
 def _stage_row(outcome: StageOutcome) -> list:
@@ -240,123 +230,86 @@ def _stage_row(outcome: StageOutcome) -> list:
             outcome.duration_s, message, datetime.now(timezone.utc)]
 
 
-@dataclass
-class NightlyOptions:
-    from_samples: bool = False
-    samples_dir: Path | None = None
-    release_dir: Path | str | None = None       # a folder, or a store URL (s3://bucket/prefix)
-    sources: list[str] | None = None           # None: all registered
-    force: bool = False                        # run builders, evaluations and exports even when nothing changed
-    reparse: bool = False                      # every source parses all its payloads again (a parser fix)
+def threads(stages: list[Stage], run: Callable[[Stage], StageOutcome]) -> list[StageOutcome]:
+    """How run_nightly runs parallel stages without Prefect: each in its own thread, with a copy of the caller's
+    context."""
+    if not stages:
+        return []
+    with ThreadPoolExecutor(max_workers=len(stages), thread_name_prefix="nightly-source") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, run, stage) for stage in stages]
+        return [f.result() for f in futures]
 
 
-def run_in_place(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:
-    """How run_nightly runs a builder, an evaluation or an export without Prefect: just so."""
+def in_place(stage: Stage, run: Callable[[], StageOutcome]) -> StageOutcome:
+    """How run_nightly runs the other stages without Prefect: just so."""
     return run()
 
 
+def preflight(settings: Settings, options: NightlyOptions, releases: dict) -> Path | str:
+    """What must hold before a night of work (refused now, not after it): the samples folder, and every release's
+    place (a folder each may replace as a whole, or a store reachable, writable, and empty or this dataset's).
+    Returns where the releases go."""
+    samples_folder(settings, options)
+    release_dir = options.release_dir or settings.release_dir
+    if is_store_url(release_dir):
+        for name in releases:
+            prepare_store_release(child_url(release_dir, name), name)
+        return release_dir
+    release_dir = check_output_path(local_folder(release_dir), settings, "the nightly's releases")
+    for name in releases:
+        check_output_path(release_dir / name, settings, f"the {name} release", replaced=True)
+    return release_dir
+
+
 def run_nightly(settings: Settings, options: NightlyOptions | None = None,
-                map_sources: Callable[[Settings, list], list[StageOutcome]] = threaded_sources,
+                map_parallel: Callable[[list[Stage], Callable], list[StageOutcome]] = threads,
                 sources: dict[str, registry.Source] | None = None, builders: dict[str, registry.Builder] | None = None,
                 evaluations: dict[str, registry.Evaluation] | None = None,
                 releases: dict[str, registry.Release] | None = None, plots: dict | None = None,
-                run_stage: Callable[[str, str, Callable[[], StageOutcome]], StageOutcome] = run_in_place,
+                run_stage: Callable[[Stage, Callable[[], StageOutcome]], StageOutcome] = in_place,
                 ) -> NightlyResult:
-    """Sources in parallel, then builders, then evaluations, then exports; a summary in ops.nightly_stages
-    and run_dir. Builders and evaluations are those the registry marks `nightly`, with the options of
-    [nightly.builders.<name>] / [nightly.evaluations.<name>] in the settings (the per-night caps).
-    `run_stage(stage, name, run)` runs each builder, evaluation and export (the flow makes each a task run).
+    """Walk tonight's plan (caseforge.flows.nightly_plan): the sources in parallel, then the builders, the
+    evaluations, the reviews and the releases; a summary in ops.nightly_stages and the run's folder.
+    `map_parallel(stages, run)` runs the parallel stages, `run_stage(stage, run)` each of the others (the flow
+    makes each a task run).
 
     `sources`, `builders`, `evaluations`, `releases` and `plots` default to the registry's (tests pass
     doubles)."""
-    from caseforge.flows.nightly_report import PLOTS, write_run_dir
-    from caseforge.flows.nightly_review import review_depends
-
     options = options or NightlyOptions()
-    sources = registry.SOURCES if sources is None else sources
-    builders = {n: b for n, b in registry.BUILDERS.items() if b.nightly} if builders is None else builders
-    evaluations = ({n: e for n, e in registry.EVALUATIONS.items() if e.nightly} if evaluations is None
-                   else evaluations)
-    releases = registry.RELEASES if releases is None else releases
-    samples_dir = Path(options.samples_dir or settings.samples_dir)
-    if options.from_samples and not samples_dir.is_dir():
-        raise FileNotFoundError(f"samples folder {samples_dir} does not exist (set CASEFORGE_SAMPLES or --samples)")
-    release_dir = options.release_dir or settings.release_dir
-    if is_store_url(release_dir):  # each reachable, writable, and empty or this dataset's: now, not after a night
-        for name in releases:
-            prepare_store_release(child_url(release_dir, name), name)
-    else:
-        release_dir = check_output_path(local_folder(release_dir), settings, "the nightly's releases")
-        for name in releases:          # each replaced as a whole: refused now, not after a night of work
-            check_output_path(release_dir / name, settings, f"the {name} release", replaced=True)
-    names = options.sources if options.sources is not None else sorted(sources)
-    unknown = sorted(set(names) - set(sources))
-    if unknown:
-        raise ValueError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(sorted(sources))}")
+    entries = registry_stages(builders, evaluations, sources, releases)
+    release_dir = preflight(settings, options, entries["releases"])
+    plan = build_plan(settings, options, **entries, release_dir=release_dir)
+    samples_dir = samples_folder(settings, options)
 
     with open_warehouse(settings.db_path) as con:
         run_id = start_run(con, "nightly", "all")
-    reviews = list(settings.file.review.nightly)              # [review] nightly: flows/nightly_review.py
-    plan = [("source", name) for name in names] + [(stage, name) for stage, group in (
-        ("builder", builders), ("evaluation", evaluations), ("review", reviews), ("export", releases))
-        for name in sorted(group)]
-    outcomes: list[StageOutcome] = []
-    running: list[tuple[str, str]] = []
-    con = None
+    night = Night(settings, run_id, plan, options.force)
     deferred = publish_at_end()        # the sources' runs write the local mirror; it is published once, below
     inside = begin_work(run_id)        # the stages' runs are the nightly's (ops.runs.parent_run_id)
     try:
-        planned = []
-        for name in names:
-            kwargs = source_kwargs(sources[name], options.from_samples, samples_dir)
-            if not options.from_samples and not sources[name].live:
-                outcomes.append(StageOutcome("source", name, "skipped", note=(
-                    f"no live fetcher: load its files with `caseforge ingest {name} --from-dir DIR` "
-                    "(or run the nightly with --from-samples)")))
-            elif kwargs is None:
-                outcomes.append(StageOutcome("source", name, "skipped",
-                                             note="no samples for it (registry samples, or its folder is absent)"))
-            else:
-                planned.append((sources[name], {**kwargs, "reparse": True} if options.reparse else kwargs))
-        running = [("source", source.name) for source, _ in planned]
-        outcomes += map_sources(settings, planned)
-
-        con = connect(settings.db_path)
-        for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
-            for name, entry in sorted(group.items()):
-                opts = dict(getattr(settings.file.nightly, section).get(name) or {})
-                running = [(stage, name)]
-                outcomes.append(run_stage(stage, name, lambda stage=stage, name=name, entry=entry, opts=opts: _gated(
-                    con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
-                    options.force, depends_on(entry, opts, settings))))
-        for name in sorted(reviews):
-            running = [("review", name)]
-            outcomes.append(run_stage("review", name, lambda name=name: _review(settings, con, name)))
-        failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
-        for name, release in sorted(releases.items()):
-            folder = child_url(release_dir, name)
-            partial = sorted(set(release.inputs) & set(failed_tables))
-            if partial:
-                outcomes.append(StageOutcome("export", name, "skipped", note="not released: " + "; ".join(
-                    f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
-                continue
-            force = options.force or _no_release_yet(folder)
-            running = [("export", name)]
-            outcomes.append(run_stage("export", name, lambda name=name, release=release, folder=folder, force=force: _gated(
-                con, "export", name, release.inputs, lambda: release.write(con, folder), run_id, force,
-                review_depends(con, name))))
-        running = []
-        result = NightlyResult(run_id, outcomes, settings.runs_dir / f"nightly-{run_id}")
-        result.links = _links(settings, result, release_dir, releases)
-        write_run_dir(con, result, PLOTS if plots is None else plots)
-        report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
+        for wave in plan.waves():
+            parallel = [stage for stage in wave if stage.parallel]
+            night.running = [stage.key for stage in parallel]
+            outcomes = map_parallel(parallel, lambda stage: run_stage_of(night, stage))
+            night.outcomes += outcomes
+            for stage, outcome in zip(parallel, outcomes):
+                _record_replayed_files(night, stage, outcome, samples_dir)
+            for stage in wave:
+                if not stage.parallel:
+                    night.running = [stage.key]
+                    night.outcomes.append(run_stage(stage, lambda stage=stage: run_stage_of(night, stage)))
+        night.running = []
+        result = NightlyResult(run_id, night.outcomes, settings.runs_dir / f"nightly-{run_id}")
+        result.locations = _locations(settings, result, release_dir, entries["releases"])
+        write_run_dir(night.connection(), result, PLOTS if plots is None else plots)
+        report = StageReport("nightly", counts=_totals(night.outcomes), failures=result.failures(), run_id=run_id)
     except BaseException as exc:
-        _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
+        _end_unfinished(settings, night, exc)
         raise
     finally:
         end_work(inside)
         publish_after_each_run(deferred)
-    con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
+    con = end_run(night.connection(), run_id, report, [_stage_row(o) for o in night.outcomes])
     if con is not None:
         try:
             export_curated_parquet(con, settings.parquet_dir)
@@ -369,8 +322,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
     return result
 
 
-def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOutcome], plan: list[tuple[str, str]],
-                    running: list[tuple[str, str]], exc: BaseException) -> None:
+def _end_unfinished(settings: Settings, night: Night, exc: BaseException) -> None:
     """The nightly did not get to its end (stopped, or an exception outside any one stage): what finished is
     recorded as it finished, every stage that did not (running, or not started) as interrupted / cancelled, or
     failed with the reason, and the nightly itself likewise. Runs of stages still going in other threads are
@@ -380,16 +332,17 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         status, why = request.state, request.reason
     else:
         status, why = "failed", f"the nightly failed: {type(exc).__name__}: {exc}"
-    finished = {(o.stage, o.name) for o in outcomes}
-    unfinished = [StageOutcome(stage, name, status, note=f"{why} while it ran" if (stage, name) in running
-                               else f"not started: {why}") for stage, name in plan if (stage, name) not in finished]
+    outcomes, run_id = night.outcomes, night.run_id
+    finished = {f"{o.stage} {o.name}" for o in outcomes}
+    unfinished = [StageOutcome(stage.kind, stage.name, status, note=f"{why} while it ran" if stage.key in night.running
+                               else f"not started: {why}") for stage in night.plan.stages if stage.key not in finished]
     report = StageReport("nightly", counts=_totals(outcomes + unfinished), run_id=run_id)
     if request is not None:
         report.stopped(request)
     else:
         report.crashed(why)
     try:
-        con = con if con is not None else connect(settings.db_path)
+        con = night.connection()
     except Exception as error:                # noqa: BLE001  (the next start marks the run: its process will be gone)
         log.warning("nightly %s: its end could not be written: %s", run_id, error)
         return
@@ -406,44 +359,26 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         con.close()
 
 
-def _no_release_yet(folder: Path | str) -> bool:
-    """Whether the release at `folder` is still to be written (a store that cannot say: written again, and its
-    stage then says what is wrong with the store)."""
-    try:
-        return current_release(folder) is None
-    except StoreError:
-        return True
-
-
-def _links(settings: Settings, result: NightlyResult, release_dir: Path | str,
-           releases: dict) -> dict[str, tuple[str, str]]:
-    """What a person opens after a run: each release folder there is (on a store, the folder its pointer names),
-    the quality results' Parquet mirror (written at the end of the run), and the run's own folder (summary.md,
-    plots)."""
-    links = {}
+def _locations(settings: Settings, result: NightlyResult, release_dir: Path | str,
+               releases: dict) -> dict[str, tuple[str, str]]:
+    """Where a person finds what the run made, at the stable places README names (a path as written, not
+    resolved through the mirror's link into one of its generations): each release there is (on a store, the
+    folder its pointer names), the quality results in the Parquet mirror, and the run's own folder."""
+    found = {}
     for name in sorted(releases):
         try:
             where = current_release(child_url(release_dir, name))
-        except StoreError as exc:        # a store gone since the export: no link, never a failed nightly
-            log.warning("nightly %s: no link to the %s release: %s", result.run_id, name, exc)
+        except StoreError as exc:        # a store gone since the export: not named, never a failed nightly
+            log.warning("nightly %s: the %s release is not named: %s", result.run_id, name, exc)
             continue
         if where is not None:
-            links[f"release-{name}"] = (where if isinstance(where, str) else where.resolve().as_uri(),
-                                        f"release folder: {name}")
-    quality = settings.parquet_dir / "ops" / "quality_results.parquet"
-    links["quality-results"] = (quality.resolve().as_uri(), "quality results (ops.quality_results, Parquet mirror)")
-    links["run-folder"] = (result.run_dir.resolve().as_uri(), f"nightly run {result.run_id}: summary.md and plots")
-    return links
-
-
-def _tables_of_failed(outcomes: list[StageOutcome], entries: dict[str, dict]) -> dict[str, str]:
-    """Table → the stage that writes it, for every stage that failed tonight (its tables may be partial)."""
-    tables = {}
-    for o in outcomes:
-        entry = entries.get(o.stage, {}).get(o.name)
-        if o.failed and entry is not None:
-            tables.update({table: f"{o.stage} {o.name}" for table in getattr(entry, "outputs", ())})
-    return tables
+            found[f"release-{name}"] = (where if isinstance(where, str) else str(Path(where).absolute()),
+                                        f"the {name} release")
+    found["quality-results"] = (str((settings.parquet_dir / "ops" / "quality_results.parquet").absolute()),
+                                "quality results (ops.quality_results in the Parquet mirror)")
+    found["run-folder"] = (str(result.run_dir.absolute()), f"nightly run {result.run_id}: summary.md and plots "
+                                                           f"(the newest run's: {settings.runs_dir.absolute()}/latest)")
+    return found
 
 
 def _totals(outcomes: list[StageOutcome]) -> dict[str, int]:

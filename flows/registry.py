@@ -5,15 +5,30 @@ A flow is imported only when its entry is used (`entry.flow()`), so reading the 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 EVAL_STORE = ("eval.runs", "eval.item_outputs", "eval.metrics")
 
 
 def _no_steps() -> dict[str, str]:
     return {}
+
+
+_SUBFLOW_NAME: ContextVar[str | None] = ContextVar("caseforge_subflow_name", default=None)
+
+
+@contextmanager
+def subflow_named(name: str) -> Iterator[None]:
+    """An entry run inside (a nightly stage's) is a flow run of that name, under the task run it is called in."""
+    token = _SUBFLOW_NAME.set(name)
+    try:
+        yield
+    finally:
+        _SUBFLOW_NAME.reset(token)
 
 
 @dataclass(frozen=True)
@@ -34,11 +49,11 @@ class FlowEntry:
         return self.load_llm_steps()
 
     def run(self, settings, **kwargs) -> dict:
-        """Run the flow on `settings`' warehouse (a subflow inside a running flow) and return its report;
-        caseforge.flows.states.FlowCrashed when it ended without one."""
-        from caseforge.flows.states import report_of
+        """Run the flow on `settings`' warehouse (a subflow inside a running flow, named as `subflow_named`
+        says) and return its report; caseforge.flows.states.FlowCrashed when it ended without one."""
+        from caseforge.flows.states import report_of, run_subflow
 
-        return report_of(self.flow()(db=str(settings.db_path), **kwargs, return_state=True))
+        return report_of(run_subflow(self.flow(), {"db": str(settings.db_path), **kwargs}, _SUBFLOW_NAME.get()))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
+import re
 import signal
+import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -56,11 +59,100 @@ def failed_state(message: str, report):
 
 
 def final_state(report: StageReport):
-    """Completed when everything landed, Failed (with the report as data) otherwise."""
+    """Completed when everything landed, Failed (with the report as data) otherwise: its message says what
+    failed (the first problem, in one line), so a subflow that failed says why where it shows red."""
     data = report.to_dict()
     if report.ok:
         return Completed(message=f"{report.name}: ok", data=data)
-    return failed_state(f"{report.name}: {report.status}: {len(report.failures)} problem(s)", data)
+    message = f"{report.name}: {report.status}: {len(report.failures)} problem(s)"
+    if report.failures:
+        first = " ".join(report.failures[0].split())
+        message += f", first: {first if len(first) <= 300 else first[:299] + '…'}"
+    return failed_state(message, data)
+
+
+def run_subflow(flow, parameters: dict, name: str | None):
+    """`flow` run on `parameters`, its final state returned. Named and inside a task run (a nightly stage): a
+    flow run of that name whose parent is that task run, so the stage's task run stands for it on the timeline
+    (Prefect's own subflow call adds a task run of its own, `<flow>-<uuid>`, with no logs, beside it)."""
+    task_run, flow_run = TaskRunContext.get(), FlowRunContext.get()
+    if name is None or task_run is None or flow_run is None:
+        return flow(**parameters, return_state=True)
+    from prefect.client.orchestration import get_client
+    from prefect.context import TagsContext
+    from prefect.flow_engine import run_flow
+    from prefect.states import Pending
+    from prefect.utilities.callables import get_call_parameters
+
+    parameters = get_call_parameters(flow.fn, (), parameters)
+    with get_client(sync_client=True) as client:
+        if not _recorded(client, task_run.task_run.id):       # its parent must be there (a foreign key)
+            return flow.with_options(flow_run_name=name)(**parameters, return_state=True)
+        child = client.create_flow_run(flow, name=name, parameters=flow.serialize_parameters(parameters),
+                                       parent_task_run_id=task_run.task_run.id, state=Pending(),
+                                       tags=TagsContext.get().current_tags)
+    return run_flow(flow, flow_run=child, parameters=parameters, return_type="state")
+
+
+TASK_RUN_RECORDED_S = 30        # how long a subflow waits for the server to record its stage's task run
+
+
+def _recorded(client, task_run_id) -> bool:
+    """Whether the server has recorded the task run (Prefect 3 records task runs from their events, after the
+    task has started: a flow run naming it as its parent before that is refused, 409, a foreign key); waits for it
+    up to TASK_RUN_RECORDED_S. False: the subflow goes Prefect's own way (named, beside a task run of Prefect's)."""
+    from prefect.exceptions import ObjectNotFound
+
+    deadline = time.monotonic() + TASK_RUN_RECORDED_S
+    while True:
+        try:
+            client.read_task_run(task_run_id)
+            return True
+        except ObjectNotFound:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.25)
+
+
+def run_name(kind: str, target: str, run_id: int) -> str:
+    """A run's name in Prefect: `nightly-7`, `ingest-oyez-12`, `eval-casefacts-bm25-14` (the id `status` shows)."""
+    words = [kind] if kind == "nightly" else [kind, target]
+    return "-".join(re.sub(r"[^a-z0-9]+", "-", word.lower()).strip("-") for word in words) + f"-{run_id}"
+
+
+_NAMED: set = set()          # flow runs named already (a command's later runs, its mirror's publish, keep it)
+
+
+def name_flow_run(kind: str, target: str, run_id: int) -> None:
+    """When a command's flow (not a subflow: the nightly names those) records its run: the flow run takes the
+    run's name (run_name), in Prefect and in this process."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    if flow_run is None or flow_run.parent_task_run_id is not None or flow_run.id in _NAMED:
+        return
+    _NAMED.add(flow_run.id)
+    from prefect.client.orchestration import get_client
+
+    name = run_name(kind, target, run_id)
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(flow_run.id, name=name)
+    flow_run.name = name
+
+
+class WithoutStateRepr(logging.Filter):
+    """Drops Prefect's "Task run failed with state: Failed(message=..., type=FAILED, result=...)" record, logged
+    with a traceback of no exception ("NoneType: None") for every task run that returns a Failed state: the
+    task run's state message says it already, in its own words ("Finished in state Failed('...')")."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Task run failed with state: ")
+
+
+def quiet_failed_state_records() -> None:
+    """WithoutStateRepr on Prefect's task-run logger (every handler: the terminal and the run log), once."""
+    logger = logging.getLogger("prefect.task_runs")
+    if not any(isinstance(f, WithoutStateRepr) for f in logger.filters):
+        logger.addFilter(WithoutStateRepr())
 
 
 class FlowCrashed(RuntimeError):

@@ -1,8 +1,9 @@
 """How the flows layer plugs Prefect into the core, done once by `install()` where a process enters the flows
 (the command line's flows_session; a deployment's entry module in a worker's process): caseforge.artifacts
 publish Prefect artifacts, caseforge.fetch takes a slot of the host's Prefect concurrency limit, LLM steps fan
-out as flow runs of the shard deployment, caseforge's log lines reach the flow run's log, and a command that
-must leave stopped work behind ends those runs in Prefect too. Nothing here runs at import."""
+out as flow runs of the shard deployment, caseforge's log lines reach the flow run's log, a command's flow run is
+named for its run (`ingest-oyez-12`, `nightly-7`), and a command that must leave stopped work behind ends those
+runs in Prefect too. Nothing here runs at import."""
 from __future__ import annotations
 
 import contextlib
@@ -12,9 +13,9 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
-from caseforge import artifacts, fetch, stopping
+from caseforge import artifacts, fetch, run_record, stopping
 from caseforge.flows.llm_shard import PrefectShardRuns
-from caseforge.flows.states import mark_abandoned_runs
+from caseforge.flows.states import mark_abandoned_runs, name_flow_run, quiet_failed_state_records
 from caseforge.llm import fanout
 from caseforge.progress import LOGGER_ROOT, show_caseforge_logs
 
@@ -26,6 +27,8 @@ def install() -> None:
     fetch.install_host_slots(PrefectHostSlots())
     caseforge_logs_in_prefect()
     stopping.also_before_leaving(mark_abandoned_runs)
+    run_record.also_when_started(name_flow_run)
+    quiet_failed_state_records()
     _bridge_prefects_sigterm_handler()
 
 

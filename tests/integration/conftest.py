@@ -1,10 +1,13 @@
-"""A real Prefect server on loopback, shared by the server and UI tests: its own PREFECT_HOME and SQLite
-database in a temporary folder, a process work pool, the nightly deployment from deployments/prefect.yaml
-(parameters pointed at real samples and a temporary warehouse), a worker, and one flow run."""
+"""A real Prefect server on loopback, shared by the server and UI tests: started by README's command ("Watching
+runs in the Prefect UI", run as written on a free port), its own PREFECT_HOME and SQLite database in a temporary
+folder, a process work pool, the nightly deployment from deployments/prefect.yaml (parameters pointed at real
+samples and a temporary warehouse), a worker, and one flow run; and one headless browser (Playwright driving
+Debian's chromium-headless-shell) for the UI tests."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -25,7 +29,8 @@ POOL = "caseforge-test-pool"
 CASES_IN_RUN = 20
 # The nightly builds CaseFacts with the packaged CPU models from CASEFACTS_CASES case(s): the default 3 cases
 # took 219 s on 2 idle cores (121 LLM calls), 2 cases 177 s. Steps across cases are covered by the CaseFacts
-# tests with doubles and by `make run`.
+# tests with doubles and by `make run`. What the small SmolLM2 writes, the content gate quarantines (issue 28; `make
+# run` says so): the builder fails and its release is held back, the night a person on call meets in the UI.
 CASEFACTS_CASES = 1
 NIGHTLY_DEADLINE_S = int(os.environ.get("CASEFORGE_TEST_NIGHTLY_DEADLINE_S", "900"))
 LEGACY_ROWS = 50
@@ -89,25 +94,39 @@ class PrefectServer:
                 process.wait(timeout=10)
 
 
+README_UI_BLOCK = re.compile(r"<!-- docs-test: prefect-ui -->\n+```bash\n(?P<body>.*?)```", re.S)
+README_UI_PORT = "4200"
+
+
+def readme_ui_command(port: int) -> str:
+    """README's command that serves a working UI for caseforge's runs, on `port` instead of 4200."""
+    block = README_UI_BLOCK.search((PROJECT_ROOT / "README.md").read_text(encoding="utf-8"))
+    assert block is not None, "README has no docs-test: prefect-ui block"
+    assert block["body"].count(README_UI_PORT) == 2, block["body"]
+    return block["body"].replace(README_UI_PORT, str(port))
+
+
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
+    """README's UI command, run as written (bash, from the project's root) but for its port."""
     home = tmp_path_factory.mktemp("prefect_home")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
+    outside = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_UI_API_URL")}
     env = {
-        **os.environ,
+        **outside,
         "PREFECT_HOME": str(home),
-        "PREFECT_API_URL": f"{url}/api",
-        "PREFECT_UI_API_URL": f"{url}/api",
         "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "PREFECT_LOGGING_LEVEL": "INFO",
         "CASEFORGE_HOME": str(PROJECT_ROOT),
     }
-    server = PrefectServer(url, env, home)
+    server = PrefectServer(url, {**env, "PREFECT_API_URL": f"{url}/api"}, home)
     started = time.monotonic()
-    process = server.background("server", "server", "start", "--host", "127.0.0.1", "--port", str(port))
+    log = (home / "server.log").open("w")
+    process = subprocess.Popen(["bash", "-c", readme_ui_command(port)], cwd=PROJECT_ROOT, env=env, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    server.processes.append(process)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -321,3 +340,61 @@ def harness_releases(samples_dir, tmp_path_factory):
     built = build_sample_releases(samples_dir, tmp_path_factory.mktemp("harness_releases"))
     TIMINGS["build three releases from the samples"] = round(time.monotonic() - started, 1)
     return built
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the UI tests (tests/browser.py). Skipped when absent, except in CI (.ci/run
+    installs it)."""
+    from browser import browser_missing, headless_browser
+
+    missing = browser_missing()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with headless_browser() as chromium:
+        yield chromium
+
+
+SCREEN = {"width": 1440, "height": 1000}       # the issue's bound: what a laptop screen shows without scrolling
+LOAD_MS = 60_000                               # a page on a busy machine
+
+
+class Browsing:
+    """One page of the shared browser, collecting console errors and the hosts it asked other than the server's
+    (those requests are refused: no network in tests)."""
+
+    def __init__(self, browser, server_url: str):
+        self.context = browser.new_context(viewport=SCREEN)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(LOAD_MS)
+        self.server = urlsplit(server_url).netloc
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(f"{self.page.url}: {m.text}") if m.type == "error"
+                     else None)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"{self.page.url}: {exc}"))
+        self.page.route("**/*", self._only_the_server)
+
+    def _only_the_server(self, route):
+        url = urlsplit(route.request.url)
+        if url.scheme in ("http", "https") and url.netloc != self.server:
+            self.outside.append(f"{route.request.method} {url.netloc}{url.path}")
+            return route.abort()
+        return route.continue_()
+
+    def shot(self, name: str) -> None:
+        CI_ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=CI_ARTIFACTS / f"prefect-ui-{name}.png", full_page=True)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def browsing(browser, prefect_server):
+    """A page of the shared browser for one test (see Browsing)."""
+    session = Browsing(browser, prefect_server.url)
+    yield session
+    session.close()

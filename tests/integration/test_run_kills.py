@@ -123,10 +123,6 @@ class Held:
         text = self.stderr_path.read_bytes()[self.stderr_before_signal:].decode(errors="replace")
         return [line for line in text.splitlines() if line.strip()]
 
-    def flow_run_names(self) -> list[str]:
-        """The command's flow runs (subflows included), as Prefect's log lines on its stderr name them."""
-        return sorted(set(re.findall(r"Beginning (?:sub)?flow run '([^']+)'", self.stderr())))
-
 
 def _pipe_at(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -293,13 +289,13 @@ def debris(folder: Path) -> list[str]:
                                               and path.parent.parent.name.endswith("-runs")))
 
 
-async def _run_states(api_url: str, flow_run_names: list[str]) -> dict[str, object]:
+async def _run_states(api_url: str, db: Path) -> dict[str, object]:
     from prefect.client.orchestration import PrefectClient
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterName
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     async with PrefectClient(api_url) as client:
-        named = FlowRunFilter(name=FlowRunFilterName(any_=flow_run_names))
-        flow_runs = await client.read_flow_runs(flow_run_filter=named)
+        every = await client.read_flow_runs(limit=200)
+        flow_runs = [run for run in every if (run.parameters or {}).get("db") == str(db)]
         ids = [run.id for run in flow_runs]
         task_runs = (await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))
                      if ids else [])
@@ -307,10 +303,12 @@ async def _run_states(api_url: str, flow_run_names: list[str]) -> dict[str, obje
                 **{f"task {t.name}": t.state for t in task_runs}}
 
 
-def prefect_states(env: dict, flow_run_names: list[str]) -> dict[str, object]:
-    """The state in Prefect of each flow run named (subflows included) and of their task runs."""
+def prefect_states(env: dict, db: Path) -> dict[str, object]:
+    """The state in Prefect of each flow run of the command's warehouse (subflows included: each is given its
+    --db) and of their task runs. Not by name: a run is named for its run id (`nightly-1`, `nightly-1
+    source-hudoc`), the same in every warehouse that has one."""
     server = json.loads((Path(env["PREFECT_HOME"]) / "caseforge-server" / "server.json").read_text())
-    return asyncio.run(_run_states(server["api_url"], flow_run_names))
+    return asyncio.run(_run_states(server["api_url"], db))
 
 
 EXPECTED_RUN = {"ingest": ("ingest", "hudoc"), "builder": ("build", "casegen")}
@@ -337,7 +335,7 @@ def test_a_command_stopped_part_way_ends_promptly_as_interrupted_everywhere(comm
     shown = status_shown(one.db, capsys)
     assert {r["status"] for r in shown["runs"]} == {"interrupted"}
     assert {s["status"] for s in shown["last_nightly_stages"]} <= {"interrupted"}
-    in_prefect = prefect_states(shared_server_cli_env, one.flow_run_names())
+    in_prefect = prefect_states(shared_server_cli_env, one.db)
     flows = {name: state for name, state in in_prefect.items() if name.startswith("flow ")}
     assert flows and all(s.is_cancelled() and s.name == "Interrupted" and how in s.message for s in flows.values()), \
         (flows, one.stderr()[-3000:])
@@ -383,7 +381,7 @@ def test_an_ingest_cancelled_by_prefect_is_cancelled_everywhere(stopped, shared_
     one = stopped["held"][("ingest", "cancellation")]
     [run] = runs(one.db)
     assert run["status"] == "cancelled" and "Prefect cancellation" in run["message"], (run, one.stderr()[-3000:])
-    [state] = [s for name, s in prefect_states(shared_server_cli_env, one.flow_run_names()).items()
+    [state] = [s for name, s in prefect_states(shared_server_cli_env, one.db).items()
                if name.startswith("flow ")]
     assert state.is_cancelled() and state.name == "Cancelled", state
     assert one.exit_code == 143 and one.said_after_the_signal() == [

@@ -70,7 +70,7 @@ def test_no_plot_without_its_data(warehouse):
         assert nightly_report.PLOTS[name](warehouse) is None, name
 
 
-def test_the_summary_embeds_every_plot_and_links(tmp_path):
+def test_the_summary_embeds_every_plot_and_says_where_things_are(tmp_path):
     settings = load_settings(tmp_path / "cf.duckdb")
     with connect(settings.db_path) as con:
         _fill(con)
@@ -83,7 +83,10 @@ def test_the_summary_embeds_every_plot_and_links(tmp_path):
     for name in BENCHMARK_PLOTS:
         assert f"({name}.png)" in summary, name
         assert (result.run_dir / f"{name}.png").read_bytes().startswith(PNG)
-    assert "## Links" in summary
-    assert (tmp_path / "releases" / "casefacts").resolve().as_uri() in summary
-    assert "quality_results.parquet" in summary and result.run_dir.resolve().as_uri() in summary
+    # paths to copy, at the places README names: no file:// link a browser refuses, and the mirror's own path,
+    # not the generation folder its link points at tonight (issue 45)
+    assert "## Where things are" in summary and "file://" not in summary
+    assert f"`{(tmp_path / 'releases' / 'casefacts').absolute()}`" in summary
+    assert f"`{settings.parquet_dir.absolute() / 'ops' / 'quality_results.parquet'}`" in summary
+    assert "-parquet.d/" not in summary and f"`{result.run_dir.absolute()}`" in summary
     assert json.loads((result.run_dir / "summary.json").read_text())["run_id"] == result.run_id

@@ -234,7 +234,7 @@ def test_no_release_is_written_from_a_table_whose_stage_failed_tonight(registrie
     export = by_name(result)[("export", "alpha")]
     assert not result.ok and registries["written"] == []
     assert (export.status, export.note) == (
-        "skipped", "not released: curated.alpha comes from source alpha, which failed tonight")
+        "skipped", "held back: curated.alpha comes from source alpha, which failed tonight")
 
 
 def test_a_release_with_nothing_to_release_is_skipped_and_says_why(registries, tmp_path):
@@ -270,3 +270,20 @@ def test_a_live_nightly_skips_sources_without_a_live_fetcher_and_says_how_to_loa
     assert called == [] and skipped.status == "skipped"
     assert skipped.note == ("no live fetcher: load its files with `caseforge ingest files --from-dir DIR` "
                             "(or run the nightly with --from-samples)")
+
+
+def test_status_stages_shows_the_last_nightly_behind_more_runs_than_the_limit(registries, tmp_path, capsys):
+    """Issue 41: after ten newer runs, `status --stages` said "no nightly among the runs shown" (exit 0) and needed
+    `--limit 20`, though its help promises the stages of the last nightly."""
+    from caseforge.cli import main
+    from caseforge.run_record import end_run, start_run
+
+    db = tmp_path / "cf.duckdb"
+    result = run_nightly(load_settings(db), registries)
+    with connect(db) as con:
+        for _ in range(12):
+            end_run(con, start_run(con, "ingest", "alpha"), StageReport(name="ingest alpha"))
+    capsys.readouterr()
+    assert main(["status", "--db", str(db), "--stages", "--format", "json"]) == 0
+    stages = json.loads(capsys.readouterr().out)
+    assert [(s["stage"], s["name"]) for s in stages] == [(o.stage, o.name) for o in result.outcomes]

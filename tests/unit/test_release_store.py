@@ -319,7 +319,7 @@ def test_the_nightly_writes_its_releases_to_a_store_and_nothing_again_when_nothi
     assert not (tmp_path / "s3:").exists() and not Path("s3:").exists()
     store = open_store(f"{prefix}/scotus")
     current = read_current(store)
-    assert result.links["release-scotus"][0] == f"{prefix}/scotus/{current['folder']}"
+    assert result.locations["release-scotus"][0] == f"{prefix}/scotus/{current['folder']}"
     assert read_all(f"{prefix}/scotus", s3_env) == sorted(c[0] for c in CASES)
     fs = s3_env.filesystem()
     stamps = {k: v["LastModified"] for k, v in fs.find(prefix, detail=True).items()}
@@ -344,11 +344,11 @@ def test_the_nightly_refuses_an_unwritable_release_store_before_the_run_begins(w
 
 
 def test_the_nightly_flow_keeps_a_store_url_a_url():
-    from flows.nightly import _release_location
+    from caseforge.flows.nightly_plan import release_location
 
-    assert _release_location("s3://bucket/releases") == "s3://bucket/releases"
-    assert _release_location("out/releases") == Path("out/releases")
-    assert _release_location(None) is None
+    assert release_location("s3://bucket/releases") == "s3://bucket/releases"
+    assert release_location("out/releases") == Path("out/releases")
+    assert release_location(None) is None
 
 
 def test_a_store_that_fails_after_the_check_fails_the_export_stage_not_the_nightly(warehouse, prefix, monkeypatch):
@@ -365,7 +365,7 @@ def test_a_store_that_fails_after_the_check_fails_the_export_stage_not_the_night
     [export_stage] = [o for o in result.outcomes if o.stage == "export"]
     assert export_stage.status == "failed"
     assert any(f"store {prefix}/scotus" in f and "credentials were refused" in f for f in export_stage.failures)
-    assert "release-scotus" not in result.links
+    assert "release-scotus" not in result.locations
     con = connect(warehouse.db_path, read_only=True)
     assert con.execute("SELECT status FROM ops.runs WHERE kind = 'nightly'").fetchall() == [("failed",)]
     assert con.execute("SELECT count(*) FROM curated.scotus_cases").fetchone() == (len(CASES),)

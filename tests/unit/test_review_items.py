@@ -65,12 +65,14 @@ def test_the_card_names_the_model_as_served_where_the_warehouse_records_it(con):
 
 def test_a_release_is_written_again_when_its_review_changes(con):
     from caseforge.flows.nightly_review import review_depends
+    from caseforge.settings import load_settings
 
-    assert review_depends(con, "scotus") is None                # no judge, no card
-    before = review_depends(con, "casefacts")
+    settings = load_settings()
+    assert review_depends(con, "scotus", settings) is None                # no judge, no card
+    before = review_depends(con, "casefacts", settings)
     con.execute("INSERT INTO review.items VALUES ('casefacts', 'c1', 'r', 1, 1, 's', '{\"verdict\": \"SUPPORTED\"}')")
     con.execute("INSERT INTO review.annotations VALUES ('casefacts', 'c1', 1, 7, 2, 'verdict', 'SUPPORTED', '')")
-    after = review_depends(con, "casefacts")
+    after = review_depends(con, "casefacts", settings)
     assert after != before and after["review"]["items"] == 1
     con.execute("UPDATE review.annotations SET value = 'REFUTED'")
-    assert review_depends(con, "casefacts") != after            # an edited annotation changes the card
+    assert review_depends(con, "casefacts", settings) != after            # an edited annotation changes the card
