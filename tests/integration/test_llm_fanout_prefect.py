@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from doc_pages import read
 from oyez_subset import link_oyez_subset
 
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
@@ -117,10 +118,9 @@ def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_with_the
     assert zombie["actions"][0]["type"] == "change-flow-run-state" and zombie["actions"][0]["state"] == "CRASHED"
 
 
-def readme_gpu_worker() -> str:
-    """README's `prefect worker start` for the GPU pool, as written (step 4 of Deploying)."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.findall(r"`(prefect worker start --pool caseforge-gpu[^`]*)`", readme)
+def documented_gpu_worker() -> str:
+    """docs/deploying.md's `prefect worker start` for the GPU pool, as written (step 4 of Deploying)."""
+    found = re.findall(r"`(prefect worker start --pool caseforge-gpu[^`]*)`", read("docs/deploying.md"))
     assert found and all("--limit" in command for command in found), found   # never every shard at once
     [command] = [command for command in found if command.endswith("--limit 1")]    # one per GPU
     return command
@@ -140,7 +140,7 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
     log = (server.home / f"{name}.log").open("w")
     command = ([sys.executable, "-m", "caseforge.runtime.warm_worker", "--pool", POOL] if warm else
-               [sys.executable, "-m", *readme_gpu_worker().replace("caseforge-gpu", POOL).split()])
+               [sys.executable, "-m", *documented_gpu_worker().replace("caseforge-gpu", POOL).split()])
     process = subprocess.Popen([*command, "--name", name, *(f"--work-queue={q}" for q in queues)],
                                cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server.processes.append(process)
