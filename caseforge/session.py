@@ -132,7 +132,7 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
     report = StageReport(name=f"publish {mirror.publish}", run_id=run_id)
     try:
         store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
-        if store.local:                 # a folder: never the warehouse's own files (README "Where outputs may go")
+        if store.local:                 # a folder: never the warehouse's own files (docs/configuration.md)
             check_output_path(store.root, settings, "the published mirror")
         done = publish_mirror(settings.parquet_dir, store, mirror.keep, mirror.check_timeout_s)
         report.add("files_uploaded", len(done.uploaded))
