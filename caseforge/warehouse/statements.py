@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.settings import SQL_DIR
+from caseforge.warehouse import changes
 
 # What may be written into a statement's text: a plain or schema-qualified name, never a value.
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -47,7 +48,14 @@ def sql_text(relative: str, **identifiers: str | tuple[str, ...]) -> str:
 
 def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None,
             identifiers: dict[str, str | tuple[str, ...]] | None = None):
+    """Run sql/<relative> (its `{name}`s filled from `identifiers`, `params` bound to its last statement). A file
+    that changes rows of a curated table is run statement by statement in one transaction and recorded in the
+    write journal (caseforge.warehouse.changes); its last statement's answer comes back fetched."""
     statement = sql_text(relative, **(identifiers or {}))
+    if changes.mentions_journaled(statement):
+        fetched = changes.run_journaled(con, relative, statement, params)
+        if fetched is not None:
+            return fetched
     return con.execute(statement, params) if params is not None else con.execute(statement)
 
 
@@ -99,10 +107,13 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
     The one place transaction control is written inline (docs/sql.md)."""
     con.execute("BEGIN TRANSACTION")
+    changes.entered_transaction(con)
     try:
         yield con
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:
+        changes.left_transaction(con)
     con.execute("COMMIT")
 
