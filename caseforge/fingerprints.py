@@ -1,5 +1,8 @@
-"""Input fingerprints: whether a builder's or a release's input tables changed since its last success
-(row count + an order-independent content hash per table, recorded in ops.input_fingerprints)."""
+"""Input fingerprints: whether a builder's or a release's input tables changed since its last success (recorded
+in ops.input_fingerprints). A curated table's is read from the write journal (caseforge.warehouse.changes: how
+many changes it had and the last one), its columns, the migrations applied, its row count and DuckDB's storage
+facts of it, whatever its size: no row is read. A table whose writes are not journaled gets its row count and an
+order-independent hash of every row. docs/scaling.md says why a changed table cannot look unchanged."""
 from __future__ import annotations
 
 import hashlib
@@ -9,7 +12,8 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from caseforge.warehouse.statements import run_sql, sql_text
+from caseforge.warehouse.changes import JOURNAL_TABLE, journaled
+from caseforge.warehouse.statements import run_sql, sql_text, table_exists
 
 _TABLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$")
 
@@ -27,9 +31,17 @@ def checked_table_name(table: str) -> str:
 
 
 def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> dict:
-    """Row count and an order-independent hash of every row's content."""
-    rows, content_hash = con.execute(
-        sql_text("ops/table_fingerprint.sql").format(table=checked_table_name(table))).fetchone()
+    """A journaled table's row count and journal state; any other's row count and content hash."""
+    name = checked_table_name(table)
+    if journaled(name) and table_exists(con, JOURNAL_TABLE):
+        schema, _, bare = name.partition(".")
+        rows, changes, last, columns, migrations, storage = run_sql(
+            con, "ops/journaled_fingerprint.sql", {"schema": schema, "name": bare}, identifiers={"table": name}
+        ).fetchone()
+        return {"rows": int(rows), "changes": int(changes), "last_change": last,
+                "columns": hashlib.sha256(f"{columns}|{migrations}".encode()).hexdigest()[:16],
+                "storage": hashlib.sha256(str(storage).encode()).hexdigest()[:16]}
+    rows, content_hash = con.execute(sql_text("ops/table_fingerprint.sql").format(table=name)).fetchone()
     return {"rows": int(rows), "hash": content_hash}
 
 
