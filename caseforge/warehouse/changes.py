@@ -1,6 +1,7 @@
 """The write journal (ops.table_changes, migration 170): every statement file run through `run_sql` that changes
-rows of a journaled table (schema `curated`) records so in the same transaction, so an input fingerprint
-(caseforge.fingerprints) reads how often each table changed instead of hashing all of its rows.
+rows of a journaled table (schema `curated`) records so in the same transaction (run_sql does it), so an input
+fingerprint (caseforge.fingerprints) reads how often each table changed instead of hashing all of its rows. Here:
+which tables a statement writes, how many rows it said it changed, and which connections are in a transaction.
 
 Which statements write which table is read from the statement itself: DuckDB's parser says whether a statement
 writes (its type), and the statement's head names the table it writes (`INSERT INTO curated.x`, `DELETE FROM`,
@@ -11,9 +12,7 @@ count (DDL) always records. docs/scaling.md says why no write can miss the journ
 from __future__ import annotations
 
 import re
-from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import duckdb
 
@@ -95,41 +94,7 @@ def in_transaction(con) -> bool:
     return id(con) in _IN_TRANSACTION
 
 
-def run_journaled(con: duckdb.DuckDBPyConnection, relative: str, text: str, params) -> FetchedResult | None:
-    """Run `text` (the statement file `relative`) statement by statement, recording each journaled table it
-    changed, all in one transaction (the caller's, or one of its own); None when it writes no journaled table
-    (the caller runs it as it is)."""
-    from caseforge.warehouse.statements import run_sql, table_exists, transaction
-
-    statements = con.extract_statements(text)
-    targets = [written_tables(s) for s in statements]
-    if not any(targets):
-        return None
-    with (nullcontext() if in_transaction(con) else transaction(con)):
-        changed: dict[str, int | None] = {}
-        result = FetchedResult([], None)
-        for index, (statement, tables) in enumerate(zip(statements, targets)):
-            last = index == len(statements) - 1
-            cursor = con.execute(statement, params) if last and params is not None else con.execute(statement)
-            result = FetchedResult(cursor.fetchall() if cursor.description else [], cursor.description)
-            if not tables:
-                continue
-            count = _changed_rows(statement, result.rows)
-            for table in tables:
-                if count is None or changed.get(table, 0) is None:
-                    changed[table] = None
-                else:
-                    changed[table] = changed.get(table, 0) + count
-        changed = {table: rows for table, rows in changed.items() if rows is None or rows > 0}
-        if changed and table_exists(con, JOURNAL_TABLE):
-            now = datetime.now(timezone.utc)
-            for table, rows in sorted(changed.items()):
-                run_sql(con, "ops/record_table_change.sql", [table, relative, rows, now])
-    result.rows = list(result.rows)
-    return result
-
-
-def _changed_rows(statement: duckdb.Statement, rows: list[tuple]) -> int | None:
+def changed_rows(statement: duckdb.Statement, rows: list[tuple]) -> int | None:
     """The rows a statement reported changing, or None when it reports no count (DDL: a change, to be safe)."""
     if statement.type not in _ROW_COUNTING and statement.type != duckdb.StatementType.COPY:
         return None
