@@ -108,7 +108,20 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = {**result.to_dict(), "problems": problems}
     if result.ok:
-        return Completed(message=f"nightly {result.run_id}: ok", data=data)
+        return Completed(message=f"nightly {result.run_id}: ok{warned_text(result)}", data=data)
+    return failed_state(failure_message(result), data)
+
+
+def warned_text(result) -> str:
+    """'; warned: source health cn (quiet: ...)' for the stages that warned (a warning fails nothing)."""
+    warned = [f"{o.stage} {o.name} ({o.note})" for o in result.outcomes if o.status == "warned"]
+    return f"; warned: {'; '.join(warned)}" if warned else ""
+
+
+def failure_message(result) -> str:
+    """The Failed run's message, which the failure notification carries: the failed stages, the first problems,
+    and any stage that warned."""
     failed = [f"{o.stage} {o.name}" for o in result.outcomes if o.failed]
-    return failed_state(f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(failed)}), "
-                        f"{len(data['failures'])} problem(s): " + "; ".join(data["failures"][:3]), data)
+    failures = result.failures()
+    return (f"nightly {result.run_id}: {len(failed)} stage(s) failed ({', '.join(failed)}), {len(failures)} "
+            f"problem(s): " + "; ".join(failures[:3]) + warned_text(result))

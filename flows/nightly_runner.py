@@ -23,13 +23,14 @@ from typing import Callable
 
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
+from caseforge.flows.stage_outcome import StageOutcome
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
 from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
 from caseforge.settings import Settings, load_settings
-from caseforge.stage_report import KNOWN, StageReport
+from caseforge.stage_report import StageReport
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
@@ -37,34 +38,6 @@ from caseforge.warehouse.mirror import export_curated_parquet
 from caseforge.warehouse.statements import run_sql, table_exists
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StageOutcome:
-    stage: str                  # source | builder | evaluation | export | publish (the mirror, after the run)
-    name: str
-    status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
-    counts: dict[str, int] = field(default_factory=dict)
-    duration_s: float = 0.0
-    failures: list[str] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("failed", "quarantined")
-
-    def summary_row(self) -> dict:
-        c = self.counts
-        return {
-            "stage": self.stage, "name": self.name, "status": self.status,
-            "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
-            "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
-            "known_problems": c.get(KNOWN, 0),
-            "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
-            "duration_s": round(self.duration_s, 2),
-            "problems": len(self.failures or ([self.status] if self.failed else [])),
-            "note": self.note,              # the problems themselves: each once, in the summary's own list
-        }
 
 
 @dataclass
@@ -82,7 +55,7 @@ class NightlyResult:
     def rebuilt(self) -> list[str]:
         """The builders, evaluations and releases that ran tonight (were not skipped)."""
         return [f"{o.stage} {o.name}" for o in self.outcomes
-                if o.stage not in ("source", "publish") and o.status != "skipped"]
+                if o.stage not in ("source", "source health", "publish") and o.status != "skipped"]
 
     def failures(self) -> list[str]:
         lines = []
@@ -245,6 +218,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
 
     `sources`, `builders`, `evaluations`, `releases` and `plots` default to the registry's (tests pass
     doubles)."""
+    from caseforge.flows.nightly_health import held_tables
     from caseforge.flows.nightly_report import PLOTS, write_run_dir
 
     options = options or NightlyOptions()
@@ -294,6 +268,7 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         outcomes += map_sources(settings, planned)
 
         con = connect(settings.db_path)
+        outcomes += _source_health(con, run_id, sources, outcomes)
         for stage, group, section in (("builder", builders, "builders"), ("evaluation", evaluations, "evaluations")):
             for name, entry in sorted(group.items()):
                 opts = dict(getattr(load_settings().file.nightly, section).get(name) or {})
@@ -302,12 +277,15 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
                     con, stage, name, entry.inputs, lambda: entry.run(settings, **opts), run_id,
                     options.force, depends_on(entry, opts))))
         failed_tables = _tables_of_failed(outcomes, {"source": sources, "builder": builders, "evaluation": evaluations})
+        unhealthy = held_tables(outcomes, [*sources.values(), *(builders[n] for n in sorted(builders))])
         for name, release in sorted(releases.items()):
             folder = child_url(release_dir, name)
             partial = sorted(set(release.inputs) & set(failed_tables))
-            if partial:
+            held = sorted(set(release.inputs) & set(unhealthy))
+            if partial or held:
                 outcomes.append(StageOutcome("export", name, "skipped", note="not released: " + "; ".join(
-                    f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial)))
+                    [f"{t} comes from {failed_tables[t]}, which failed tonight" for t in partial]
+                    + [f"{t} comes from {unhealthy[t]}" for t in held if t not in partial])))
                 continue
             force = options.force or _no_release_yet(folder)
             running = [("export", name)]
@@ -371,6 +349,22 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
         log.warning("nightly %s: the Parquet mirror was not rewritten: %s", run_id, error)
     finally:
         con.close()
+
+
+def _source_health(con, run_id: int, sources: dict[str, registry.Source],
+                   outcomes: list[StageOutcome]) -> list[StageOutcome]:
+    """The `source health` stage (caseforge.flows.nightly_health); should it break, one failed outcome says why
+    and the night goes on."""
+    from caseforge.flows.nightly_health import STAGE, source_health
+
+    started = time.monotonic()
+    try:
+        return source_health(con, run_id, sources, outcomes, load_settings().file.source_health)
+    except Exception as exc:
+        if (request := stop_of(exc)) is not None:
+            raise RunStopped(request) from exc
+        log.exception("source health failed")
+        return [StageOutcome(STAGE, "all", "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])]
 
 
 def _no_release_yet(folder: Path | str) -> bool:

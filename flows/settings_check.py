@@ -1,5 +1,5 @@
 """The settings file's names that only the pipelines and backends know: LLM steps, backend options, the nightly's
-builders and evaluations and their options. The typed tables (caseforge.settings_tables) check the rest; a command
+builders and evaluations and their options, the sources [source_health] names. The typed tables (caseforge.settings_tables) check the rest; a command
 runs both before any work starts, so no misspelt setting is silently ignored."""
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def settings_problems(path: str | Path | None = None, nightly: bool = True) -> l
                 parameters = inspect.signature(entries[name].flow().fn).parameters
                 problems += [unknown_key(("nightly", section, name), key, parameters, path)
                              for key in options if key not in parameters]
+    problems += [unknown_key(("source_health", "sources"), name, registry.SOURCES, path)
+                 for name in ((tables.get("source_health") or {}).get("sources") or {}) if name not in registry.SOURCES]
     return problems
 
 

@@ -175,6 +175,7 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
                    raw_sha256=problem.raw_sha256)
 
     pager = QueryPager(fetcher, record_filter, report=report, on_problem=on_problem)
+    report.counts.setdefault("listed", 0)           # the records the query's pages listed (source health)
     rows: list[dict] = []
     windows = yearly_windows(since, until)
     progress = Progress("hudoc metadata pages", unit="pages", counters={"windows": 0})
@@ -185,6 +186,7 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
             progress.count("windows")
         progress.step(1)
         report.add("fetched")
+        report.add("listed", len(page.records))
         rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
         if len(rows) >= BATCH_SIZE * 5:
             load_judgments(con, run_id, rows, report)
@@ -404,6 +406,7 @@ def refresh(settings: Settings, from_dir: str | None = None, since: str | None =
         report = session.report
         if from_dir:
             files = replay_files(Path(from_dir))
+            report.add("listed", len(files.metadata) + len(files.documents))     # the folder's files (source health)
             steps.replay_metadata(session, files.metadata, record_filter, reparse)
             if documents:
                 steps.replay_documents(session, files.documents, reparse)
