@@ -5,14 +5,17 @@ import logging
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterator
 
 import duckdb
 
 from caseforge.archive import RawArchive
+from caseforge.disk_full import DiskFull, disk_full_line
 from caseforge.errors import CommandFailed
 from caseforge.outputs import OutputRefused, check_output_path
-from caseforge.run_record import end_run, start_run
+from caseforge.release.stored import is_store_url, local_folder
+from caseforge.run_record import close_open_file, end_run, start_run
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
@@ -69,23 +72,51 @@ def run_session(settings: Settings, kind: str, target: str) -> Iterator[RunSessi
         request = stop_of(exc)
         if request is not None:
             report.stopped(request)
-        else:
-            report.crashed(f"{target}: {type(exc).__name__}: {exc}")
+            raise
+        full = disk_full_line(exc, f"{kind} {target}", settings.db_path)
+        report.crashed(full or f"{target}: {type(exc).__name__}: {exc}")
+        if full is not None and not isinstance(exc, DiskFull):
+            raise DiskFull(full) from exc        # said the same way by the command, the flow and the nightly
         raise
     finally:
-        con = end_run(session.con, run_id, report)
+        published = end_and_mirror(session.con, settings, run_id, report, unfinished=unfinished,
+                                   publish=not _PUBLISH_AT_END.get())
+        if published is not None and not published.ok and not unfinished:
+            raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
+
+
+def end_and_mirror(con: duckdb.DuckDBPyConnection, settings: Settings, run_id: int, report: StageReport,
+                   stages: list[list] | tuple = (), unfinished: bool = False,
+                   publish: bool = True) -> StageReport | None:
+    """Write the run's end, then the Parquet mirror (which carries that end) and, with `publish`, its publishing
+    (publish_recorded's report, or None); closes `con`. A mirror the disk has no room for fails the run: its end
+    is written again as failed with the one line that says so (kept in the open-run file when the warehouse cannot
+    take it either: the next start records it) and DiskFull raised, unless the run had already failed
+    (`unfinished`: only logged, never hiding why it ended)."""
+    con = end_run(con, run_id, report, stages, keep_open_file=True)
+    if con is None:
+        return None
+    published = None
+    try:
+        export_curated_parquet(con, settings.parquet_dir)
+        published = publish_recorded(con, settings) if publish else None
+        close_open_file(con, run_id)
+    except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
+        line = disk_full_line(exc, f"{report.name}: the Parquet mirror", settings.parquet_dir)
+        if unfinished or line is None:
+            close_open_file(con, run_id)
+            if not unfinished:
+                raise
+            log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
+            return None
+        report.fail(line)
+        now = datetime.now(timezone.utc)
+        con = end_run(con, run_id, report, [*stages, ["mirror", "parquet", "failed", "{}", 0.0, line, now]])
+        raise DiskFull(line) from exc
+    finally:
         if con is not None:
-            try:
-                export_curated_parquet(con, settings.parquet_dir)
-                published = None if _PUBLISH_AT_END.get() else publish_recorded(con, settings)
-                if published is not None and not published.ok and not unfinished:
-                    raise CommandFailed(published.failures[:1])     # exit status 1: the run's data is in
-            except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
-                if not unfinished:
-                    raise
-                log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
-            finally:
-                con.close()
+            con.close()
+    return published
 
 
 def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> StageReport | None:
@@ -98,6 +129,7 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         return None
     run_id = start_run(con, "publish", mirror.publish)
     report = StageReport(name=f"publish {mirror.publish}", run_id=run_id)
+    folder = None if is_store_url(mirror.publish) else local_folder(mirror.publish)     # a full disk is named
     try:
         store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
         if store.local:                 # a folder: never the warehouse's own files (README "Where outputs may go")
@@ -108,9 +140,10 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         report.add("objects_pruned", len(done.pruned))
         report.add("generation", done.generation or 0)
     except (StoreError, OutputRefused) as exc:
-        report.fail(f"mirror not published: {exc}")
+        report.fail(disk_full_line(exc, report.name, folder) or f"mirror not published: {exc}")
     except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
-        report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
+        report.fail(disk_full_line(exc, report.name, folder)
+                    or f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
     if not report.ok:
         log.error("%s", report.failures[0])
     end_run(con, run_id, report)

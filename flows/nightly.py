@@ -10,8 +10,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
+from caseforge.disk_full import DiskFull
 from caseforge.flows import registry
-from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly, run_source
+from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly, run_source, sources_ended
 from caseforge.flows.states import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.flows.wiring import install
 from caseforge.settings import Settings, load_settings, overriding
@@ -45,6 +46,8 @@ def outcome_of(state) -> StageOutcome:
         return value
     if isinstance(value, BaseException) and (request := stop_of(value)) is not None:
         raise RunStopped(request) from value      # the stage was stopped: so is the nightly
+    if isinstance(value, DiskFull):
+        raise value                               # the disk is full: the nightly stops, saying where
     raise FlowCrashed(f"a nightly stage ended {state.type.value.lower()} without an outcome: {state.message or value!r}")
 
 
@@ -68,7 +71,13 @@ def prefect_sources(settings: Settings, planned: list) -> list[StageOutcome]:
                for source, kwargs in planned]
     for future in futures:
         future.wait()
-    return [outcome_of(future.state) for future in futures]
+    ended = []
+    for future in futures:
+        try:
+            ended.append(outcome_of(future.state))
+        except DiskFull as exc:                  # the others are kept: the night ends once all have
+            ended.append(exc)
+    return sources_ended(ended)
 
 
 def prefect_stage(stage: str, name: str, run: Callable[[], StageOutcome]) -> StageOutcome:

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from caseforge.disk_full import DiskFull, disk_full_line
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
 from caseforge.flows.stage_outcome import StageOutcome
@@ -28,7 +29,7 @@ from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import end_run, start_run, stop_open_runs
-from caseforge.session import publish_after_each_run, publish_at_end, publish_recorded
+from caseforge.session import end_and_mirror, publish_after_each_run, publish_at_end
 from caseforge.settings import Settings, load_settings
 from caseforge.stage_report import StageReport
 from caseforge.stopping import RunStopped, stop_of
@@ -113,6 +114,8 @@ def run_source(settings: Settings, source: registry.Source, kwargs: dict) -> Sta
     except Exception as exc:  # one source failing must not stop the others
         if (request := stop_of(exc)) is not None:        # the process was told to stop: not this source's fault
             raise RunStopped(request) from exc
+        if (line := disk_full_line(exc, f"source {source.name}", settings.db_path)) is not None:
+            raise DiskFull(line) from exc                # the night stops: every later write would fail alike
         log.exception("source %s failed", source.name)
         return StageOutcome("source", source.name, "failed", {}, time.monotonic() - started,
                             [f"{type(exc).__name__}: {exc}"])
@@ -125,7 +128,19 @@ def threaded_sources(settings: Settings, planned: list[tuple[registry.Source, di
     with ThreadPoolExecutor(max_workers=len(planned), thread_name_prefix="nightly-source") as pool:
         futures = [pool.submit(contextvars.copy_context().run, run_source, settings, source, kwargs)
                    for source, kwargs in planned]
-        return [f.result() for f in futures]
+        return sources_ended([f.exception() or f.result() for f in futures])
+
+
+def sources_ended(ended: list) -> list[StageOutcome]:
+    """The sources' outcomes once all have ended; a full disk met by one stops the night then, carrying what the
+    others did (their outcomes are recorded as they ended, not as failed); any other exception is raised."""
+    raised = [e for e in ended if isinstance(e, BaseException)]
+    if not raised:
+        return ended
+    others = [e for e in raised if not isinstance(e, DiskFull)]
+    if others:
+        raise others[0]
+    raise DiskFull(raised[0].line, [e for e in ended if isinstance(e, StageOutcome)]) from raised[0]
 
 
 def depends_on(entry: registry.FlowEntry, options: dict) -> dict:
@@ -169,6 +184,8 @@ def _gated(con, stage: str, name: str, inputs: tuple[str, ...], run: Callable[[]
     except Exception as exc:
         if (request := stop_of(exc)) is not None:
             raise RunStopped(request) from exc
+        if (line := disk_full_line(exc, f"{stage} {name}")) is not None:
+            raise DiskFull(line) from exc                # the night stops: every later write would fail alike
         log.exception("%s %s failed", stage, name)
         return StageOutcome(stage, name, "failed", {}, time.monotonic() - started, [f"{type(exc).__name__}: {exc}"])
     if stage in ("builder", "evaluation"):
@@ -297,20 +314,15 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         write_run_dir(con, result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(outcomes), failures=result.failures(), run_id=run_id)
     except BaseException as exc:
+        outcomes += getattr(exc, "outcomes", [])          # sources that ended beside a full disk
         _end_unfinished(settings, con, run_id, outcomes, plan, running, exc)
         raise
     finally:
         publish_after_each_run(deferred)
-    con = end_run(con, run_id, report, [_stage_row(o) for o in outcomes])
-    if con is not None:
-        try:
-            export_curated_parquet(con, settings.parquet_dir)
-            published = publish_recorded(con, settings)
-        finally:
-            con.close()
-        if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
-            result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
-                                                failures=list(published.failures)))
+    published = end_and_mirror(con, settings, run_id, report, [_stage_row(o) for o in outcomes])
+    if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
+        result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
+                                            failures=list(published.failures)))
     return result
 
 
@@ -324,7 +336,8 @@ def _end_unfinished(settings: Settings, con, run_id: int, outcomes: list[StageOu
     if request is not None:
         status, why = request.state, request.reason
     else:
-        status, why = "failed", f"the nightly failed: {type(exc).__name__}: {exc}"
+        status, why = "failed", disk_full_line(exc, "nightly", settings.db_path) or \
+            f"the nightly failed: {type(exc).__name__}: {exc}"
     finished = {(o.stage, o.name) for o in outcomes}
     unfinished = [StageOutcome(stage, name, status, note=f"{why} while it ran" if (stage, name) in running
                                else f"not started: {why}") for stage, name in plan if (stage, name) not in finished]
