@@ -27,6 +27,7 @@ import pytest
 
 from caseforge.cli.status import status_data
 from caseforge.flows import registry
+from caseforge.flows.nightly_report import publish_artifacts
 from caseforge.flows.nightly_runner import NightlyOptions, run_nightly
 from caseforge.settings import load_settings, overriding
 from caseforge.stage_report import StageReport
@@ -163,7 +164,10 @@ def doubles_of_the_hudoc_chain(calls: list) -> tuple[dict, dict]:
 def nights(samples_dir, prefect_server, tmp_path_factory):
     """The four nights on one warehouse (their flows on the session's loopback Prefect server); each night's
     result, summary and `status` as they were that night."""
+    from prefect import flow
     from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    import caseforge.flows.nightly  # noqa: F401  (wires Prefect in: artifacts reach the flow run, as the nightly's do)
 
     work = tmp_path_factory.mktemp("source_health")
     settings = load_settings(work / "cf.duckdb")
@@ -184,17 +188,28 @@ def nights(samples_dir, prefect_server, tmp_path_factory):
     sources = {name: registry.SOURCES[name] for name in ("hudoc", "oyez")}
     seen = {}
 
-    def night(name: str) -> None:
-        before = len(calls)
+    @flow(name="source-health-night")
+    def night_flow():
+        """One night as the nightly flow ends it: its artifacts published for the UI."""
+        from prefect.context import FlowRunContext
+
         result = run_nightly(settings, NightlyOptions(release_dir=work / "releases"), sources=sources,
                              builders=builders, evaluations={}, releases=releases, plots={})
+        publish_artifacts(result, [])
+        return result, str(FlowRunContext.get().flow_run.id)
+
+    def night(name: str) -> None:
+        before = len(calls)
+        result, flow_run_id = night_flow()
+        found = prefect_server.api("POST", "/artifacts/filter", headers={"content-type": "application/json"},
+                                   content=json.dumps({"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})).json()
         con = connect(settings.db_path)
         try:
             shown = json.loads(json.dumps(status_data(con, limit=5), default=str))
         finally:
             con.close()
         seen[name] = {"result": result, "summary": (result.run_dir / "summary.md").read_text(), "status": shown,
-                      "calls": calls[before:]}
+                      "calls": calls[before:], "artifacts": {a["key"]: a for a in found if a.get("key")}}
 
     os.environ["CASEFORGE_RPS"] = "1000"                # loopback: no politeness delay between requests
     with double, overriding({"upstream": {"hudoc": double.url, "oyez": double.url}}), \
@@ -266,6 +281,9 @@ def test_a_hudoc_query_returning_nothing_and_an_oyez_list_cut_to_a_tenth_break_t
         "not released: curated.aquaechr_qa comes from builder aquaechr, which reads curated.echr_paragraphs from "
         "source hudoc, whose health failed tonight (listing: the upstream listed 0")
     assert "released" not in night["calls"]
+    artifact = night["artifacts"]["nightly-source-health"]          # what the Prefect UI shows
+    assert "hudoc failed, oyez failed" in artifact["description"], artifact["description"]
+    assert "listing: the upstream listed 0" in json.dumps(artifact["data"])
 
 
 def test_a_hudoc_layout_that_collapses_paragraphs_breaks_the_yield_rule(nights):
