@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from caseforge.warehouse.changes import JOURNAL_TABLE, journaled
-from caseforge.warehouse.statements import run_sql, sql_text, table_exists
+from caseforge.warehouse.statements import run_sql, sql_text
+from caseforge.warehouse.table_state import journal_state, journal_states
 
 _TABLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)$")
 
@@ -31,22 +31,18 @@ def checked_table_name(table: str) -> str:
 
 
 def table_fingerprint(con: duckdb.DuckDBPyConnection, table: str) -> dict:
-    """A journaled table's row count and journal state; any other's row count and content hash."""
+    """A journaled table's state (caseforge.warehouse.table_state); any other's row count and content hash."""
     name = checked_table_name(table)
-    if journaled(name) and table_exists(con, JOURNAL_TABLE):
-        schema, _, bare = name.partition(".")
-        rows, changes, last, columns, migrations, storage = run_sql(
-            con, "ops/journaled_fingerprint.sql", {"schema": schema, "name": bare}, identifiers={"table": name}
-        ).fetchone()
-        return {"rows": int(rows), "changes": int(changes), "last_change": last,
-                "columns": hashlib.sha256(f"{columns}|{migrations}".encode()).hexdigest()[:16],
-                "storage": hashlib.sha256(str(storage).encode()).hexdigest()[:16]}
+    state = journal_state(con, name)
+    if state is not None:
+        return state
     rows, content_hash = con.execute(sql_text("ops/table_fingerprint.sql").format(table=name)).fetchone()
     return {"rows": int(rows), "hash": content_hash}
 
 
 def inputs_fingerprint(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> tuple[str, dict]:
-    per_table = {t: table_fingerprint(con, t) for t in sorted(tables)}
+    states = journal_states(con, [checked_table_name(t) for t in tables])
+    per_table = {t: states.get(t) or table_fingerprint(con, t) for t in sorted(tables)}
     digest = hashlib.sha256(json.dumps(per_table, sort_keys=True).encode()).hexdigest()
     return digest, per_table
 
