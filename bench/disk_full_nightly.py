@@ -145,7 +145,10 @@ def inside(args) -> None:
                                             != expected["releases"].get(r, {}).get("card quality gate"))
         if point["differs"] and plan.get("keep_differing"):          # for a person to look at
             shutil.copytree(db.parent, Path(plan["keep_differing"]) / f"point-{number}", symlinks=True)
-        print(json.dumps(point, default=str), flush=True)
+        line = json.dumps(point, default=str)
+        with open(plan["log"], "a", encoding="utf-8") as log:       # each point as it ends (a long sweep)
+            log.write(line + "\n")
+        print(line, flush=True)
 
 
 def main() -> None:
@@ -194,6 +197,7 @@ def main() -> None:
         leaves = sorted(draw.randrange(0, int(needs * 0.95)) for _ in range(points))
         plan = work / "plan.json"
         plan.write_text(json.dumps({"points": leaves, "samples": str(samples), "expected": expected,
+                                    "log": str(work / "points.jsonl"),
                                     "keep_differing": str(work / "differing") if args.keep else None, "env": {
                                         k: env[k] for k in env if k.startswith(("CASEFORGE_", "PREFECT_"))}}))
         disk = work / "disk"
