@@ -26,8 +26,10 @@ def renamed_into_place(path: str | Path) -> Iterator[Path]:
     try:
         yield partial
         os.replace(partial, target)
-    except BaseException:
+    except BaseException as exc:
         partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(target)          # a write() that failed names no file: a full disk is named by it
         raise
 
 

@@ -110,7 +110,11 @@ def settle_open_runs(con: duckdb.DuckDBPyConnection) -> list[int]:
             continue
         row = run_sql(con, "ops/run_status.sql", [run_id]).fetchone()
         gone = owner_gone(record.get("pid"), record.get("host"), record.get("process_start"))
-        if row is not None and row[0] != "running":
+        # an end written, then amended when the warehouse could not take the amendment (a mirror the disk had no
+        # room for, caseforge.session.end_and_mirror): the file's end is the later one
+        amended = row is not None and "end" in record and \
+            (record["end"].get("status"), record["end"].get("message")) != tuple(row)
+        if row is not None and row[0] != "running" and not amended:
             path.unlink(missing_ok=True)               # it ended; the file was left by a kill right after
         elif "end" in record or (gone and row is None):     # no row: the warehouse lost its start too
             end = record.get("end") or {"status": "interrupted", "message": f"interrupted: {gone}"}
@@ -212,21 +216,28 @@ def _end_of(report: StageReport) -> tuple[str, str, str | None]:
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport,
-               stages: list[list] | tuple = ()) -> None:
+               stages: list[list] | tuple = (), keep_open_file: bool = False) -> None:
     """Write the run's end (and, for a nightly, its stage rows: record_stage.sql's parameters after run_id) in
-    one transaction, then drop its open-run file."""
+    one transaction, then drop its open-run file (`keep_open_file`: not yet; the end may still be amended, see
+    caseforge.session.end_and_mirror, and close_open_file drops it)."""
     status, counts, message = _end_of(report)
     with transaction(con):
         for stage in stages:
             run_sql(con, "ops/record_stage.sql", [run_id, *stage])
         run_sql(con, "ops/finish_run.sql", [_now(), status, counts, message, run_id])
-    _forget_open_file(con, run_id)
+    if not keep_open_file:
+        _forget_open_file(con, run_id)
     if report.ended in ("interrupted", "cancelled"):
         recorded_as_stopped(run_id)
 
 
+def close_open_file(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """The run's end is written for good: its open-run file goes."""
+    _forget_open_file(con, run_id)
+
+
 def end_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport,
-            stages: list[list] | tuple = ()) -> duckdb.DuckDBPyConnection | None:
+            stages: list[list] | tuple = (), keep_open_file: bool = False) -> duckdb.DuckDBPyConnection | None:
     """finish_run, made to stick: when the write fails (a full disk; DuckDB then may have invalidated the
     database for this process), the end goes into the run's open-run file, the connection is closed and the
     write is tried once more on a fresh one that does not checkpoint. Returns the connection to go on with (a
@@ -234,7 +245,7 @@ def end_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport,
     the file). A signal meanwhile waits until the end is written."""
     with shielded():
         try:
-            finish_run(con, run_id, report, stages)
+            finish_run(con, run_id, report, stages, keep_open_file)
             return con
         except (duckdb.Error, OSError) as exc:
             first_failure = exc
@@ -251,7 +262,7 @@ def end_run(con: duckdb.DuckDBPyConnection, run_id: int, report: StageReport,
         try:
             retry = _reopen(db_path)
             try:
-                finish_run(retry, run_id, report, stages)
+                finish_run(retry, run_id, report, stages, keep_open_file)
             except BaseException:
                 with contextlib.suppress(duckdb.Error):
                     retry.close()

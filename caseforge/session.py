@@ -5,13 +5,16 @@ import logging
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Iterator
 
 import duckdb
 
 from caseforge.archive import RawArchive
+from caseforge.disk_full import DiskFull, disk_full_line
 from caseforge.outputs import OutputRefused, check_output_path
-from caseforge.run_record import end_run, start_run, working_in
+from caseforge.release.stored import is_store_url, local_folder
+from caseforge.run_record import close_open_file, end_run, start_run, working_in
 from caseforge.settings import Settings, using
 from caseforge.stage_report import StageReport
 from caseforge.stopping import stop_of
@@ -81,24 +84,52 @@ def _session(settings: Settings, kind: str, target: str) -> Iterator[RunSession]
         request = stop_of(exc)
         if request is not None:
             report.stopped(request)
-        else:
-            report.crashed(f"{target}: {type(exc).__name__}: {exc}")
+            raise
+        full = disk_full_line(exc, f"{kind} {target}", settings.db_path)
+        report.crashed(full or f"{target}: {type(exc).__name__}: {exc}")
+        if full is not None and not isinstance(exc, DiskFull):
+            raise DiskFull(full) from exc        # said the same way by the command, the flow and the nightly
         raise
     finally:
         add_llm_cost(session.con, run_id, report)
-        con = end_run(session.con, run_id, report)
+        published = end_and_mirror(session.con, settings, run_id, report, unfinished=unfinished,
+                                   publish=not (_PUBLISH_AT_END.get() or unfinished))
+        if published is not None and not published.ok:
+            report.fail(published.failures[0])      # after the run's end: its own status stays true
+
+
+def end_and_mirror(con: duckdb.DuckDBPyConnection, settings: Settings, run_id: int, report: StageReport,
+                   stages: list[list] | tuple = (), unfinished: bool = False,
+                   publish: bool = True) -> StageReport | None:
+    """Write the run's end, then the Parquet mirror (which carries that end) and, with `publish`, its publishing
+    (publish_recorded's report, or None); closes `con`. A mirror the disk has no room for fails the run: its end
+    is written again as failed with the one line that says so (kept in the open-run file when the warehouse cannot
+    take it either: the next start records it) and DiskFull raised, unless the run had already failed
+    (`unfinished`: only logged, never hiding why it ended)."""
+    con = end_run(con, run_id, report, stages, keep_open_file=True)
+    if con is None:
+        return None
+    published = None
+    try:
+        export_curated_parquet(con, settings.parquet_dir)
+        published = publish_recorded(con, settings) if publish else None
+        close_open_file(con, run_id)
+    except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
+        line = disk_full_line(exc, f"{report.name}: the Parquet mirror", settings.parquet_dir)
+        if unfinished or line is None:
+            close_open_file(con, run_id)
+            if not unfinished:
+                raise
+            log.warning("%s: the Parquet mirror was not rewritten or published: %s", report.name, exc)
+            return None
+        report.fail(line)
+        now = datetime.now(timezone.utc)
+        con = end_run(con, run_id, report, [*stages, ["mirror", "parquet", "failed", "{}", 0.0, line, now]])
+        raise DiskFull(line) from exc
+    finally:
         if con is not None:
-            try:
-                export_curated_parquet(con, settings.parquet_dir)
-                published = None if _PUBLISH_AT_END.get() or unfinished else publish_recorded(con, settings)
-                if published is not None and not published.ok:
-                    report.fail(published.failures[0])      # after the run's end: its own status stays true
-            except Exception as exc:          # noqa: BLE001  (never hides why the run ended)
-                if not unfinished:
-                    raise
-                log.warning("%s: the Parquet mirror was not rewritten: %s", report.name, exc)
-            finally:
-                con.close()
+            con.close()
+    return published
 
 
 # what a run's LLM calls cost, as its counts say it (the night's summary sums them; docs/llm.md, "What a run cost")
@@ -130,6 +161,7 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         return None
     run_id = start_run(con, "publish", mirror.publish)
     report = StageReport(name=f"publish {mirror.publish}", run_id=run_id)
+    folder = None if is_store_url(mirror.publish) else local_folder(mirror.publish)     # a full disk is named
     try:
         store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
         if store.local:                 # a folder: never the warehouse's own files (docs/configuration.md)
@@ -140,8 +172,9 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
         report.add("objects_pruned", len(done.pruned))
         report.add("generation", done.generation or 0)
     except (StoreError, OutputRefused) as exc:
-        report.fail(f"mirror not published: {exc}")
+        report.fail(disk_full_line(exc, report.name, folder) or f"mirror not published: {exc}")
     except Exception as exc:            # noqa: BLE001  (recorded as the publish's failure, in one line)
-        report.fail(f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
+        report.fail(disk_full_line(exc, report.name, folder)
+                    or f"mirror not published to {mirror.publish}: {type(exc).__name__}: {exc}")
     end_run(con, run_id, report)          # a failure is said by the run that published (once, not logged too)
     return report

@@ -1,6 +1,6 @@
 """The settings file's tables as typed models, one per table ([llm] with its roles, steps, backends and models,
-[fanout], [upstream], [nightly], [release], [mirror], [review]); caseforge.settings lays the file's layers over each other and
-checks them against these (Settings.file)."""
+[fanout], [upstream], [nightly], [release], [mirror], [review], [source_health]); caseforge.settings lays the
+file's layers over each other and checks them against these (Settings.file)."""
 from __future__ import annotations
 
 import fnmatch
@@ -131,6 +131,44 @@ class NightlyTable(Table):
     evaluations: dict[str, dict[str, Any]] = {}
 
 
+HealthAction = Literal["fail", "warn"]
+
+
+class SourceHealthRules(Table):
+    """[source_health.sources.<source>]: one source's own values of the [source_health] keys."""
+
+    listing_min_ratio: float | None = Field(None, ge=0)
+    yield_min_ratio: float | None = Field(None, ge=0)
+    yield_min_basis: int | None = Field(None, ge=1)
+    quiet_gap_factor: float | None = Field(None, gt=0)
+    baseline_nights: int | None = Field(None, ge=2)
+    on_listing: HealthAction | None = None
+    on_yield: HealthAction | None = None
+    on_quiet: HealthAction | None = None
+
+
+class SourceHealthTable(Table):
+    """The nightly's source-health rules (caseforge/source_health.py); the defaults say what each key is."""
+
+    listing_min_ratio: float = Field(0.5, ge=0)
+    yield_min_ratio: float = Field(0.5, ge=0)
+    yield_min_basis: int = Field(3, ge=1)
+    quiet_gap_factor: float = Field(3.0, gt=0)
+    baseline_nights: int = Field(14, ge=2)
+    on_listing: HealthAction = "fail"
+    on_yield: HealthAction = "fail"
+    on_quiet: HealthAction = "warn"
+    sources: dict[str, SourceHealthRules] = {}      # source names are checked where the registry is known
+
+    def for_source(self, source: str) -> dict:
+        """The rules of one source: its own values over these."""
+        own = self.sources.get(source)
+        values = self.model_dump(exclude={"sources"})
+        if own is not None:
+            values.update({key: value for key, value in own.model_dump().items() if value is not None})
+        return values
+
+
 class ReleaseTable(Table):
     """The cutoff of every release's fresh split (caseforge/release/fresh.py), and the endpoint of an
     S3-compatible server releases are written to (caseforge/release/stored.py)."""
@@ -178,6 +216,7 @@ class SettingsFile(Table):
     fanout: FanoutTable
     upstream: UpstreamTable
     nightly: NightlyTable = NightlyTable()
+    source_health: SourceHealthTable = SourceHealthTable()
     release: ReleaseTable = ReleaseTable()
     mirror: MirrorTable = MirrorTable()
     review: ReviewTable = ReviewTable()

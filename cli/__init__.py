@@ -11,6 +11,7 @@ from caseforge import flows  # noqa: F401  (sets Prefect's environment before an
 from caseforge import settings, stopping
 from caseforge.cli import audit, build, common, evaluate, export, ingest, llm, review, run, server, sql, status
 from caseforge.cli.common import CommandFailed, one_line, quiet_once_stopped, terminal_tracebacks
+from caseforge.disk_full import disk_full_line
 from caseforge.run_record import stop_open_runs
 
 __all__ = ["build_parser", "main"]
@@ -100,11 +101,20 @@ def _command(args: argparse.Namespace, unraisable_before) -> int:
     except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
         if args.debug:
             traceback.print_exc(file=sys.stderr)
-        print(f"caseforge: {one_line(exc)}", file=sys.stderr)
-        return 2
+        full = disk_full_line(exc, args.command, _written_near(args))
+        print(f"caseforge: {full or one_line(exc)}", file=sys.stderr)
+        return 1 if full else 2           # a full disk met while working: a run that failed, not a usage error
     finally:                                # main() also runs in-process (tests, notebooks): leave no trace
         stopping.forget_stop()
         sys.unraisablehook = unraisable_before
+
+
+def _written_near(args: argparse.Namespace):
+    """A path on the disk the command writes (its --out, else its warehouse), to name a full disk by."""
+    from pathlib import Path
+
+    where = getattr(args, "out", None) or getattr(args, "db", None) or os.environ.get("CASEFORGE_DB")
+    return Path(where) if where and "://" not in str(where) else None
 
 
 def _quiet_about_lost_stops(hook):

@@ -300,13 +300,17 @@ def run_flow(flow, summary_to=None, **kwargs) -> dict:
 
 
 def flow_report(name: str, state) -> dict:
-    """The report a flow's final state carries. A flow ended by an exception instead: an ordinary one
-    (is_ordinary) is its reason in one line (exit 2); anything else "<flow> crashed" (exit 1)."""
+    """The report a flow's final state carries. A flow ended by an exception instead: a full disk is the line
+    that says where (exit 1); an ordinary one (is_ordinary) is its reason in one line (exit 2); anything else
+    "<flow> crashed" (exit 1)."""
+    from caseforge.disk_full import disk_full_line
     from caseforge.flows.states import FlowCrashed, report_of
 
     try:
         return report_of(state)
     except FlowCrashed as exc:
+        if exc.error is not None and (line := disk_full_line(exc.error, name)) is not None:
+            raise CommandFailed([line]) from exc.error          # a run that did work, then met a full disk: 1
         if exc.error is not None and is_ordinary(exc.error):
             raise CommandError([one_line(exc.error)]) from exc.error
         raise CommandFailed([f"{name} crashed: {exc} (--debug shows the traceback)"]) from exc

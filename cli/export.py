@@ -3,7 +3,9 @@ into DIR, or to a store URL (caseforge.release.stored); one subcommand per relea
 from __future__ import annotations
 
 import argparse
+
 from caseforge.cli.common import CommandError, CommandFailed, add_db_option
+from caseforge.disk_full import disk_full_line
 from caseforge.flows import registry
 
 
@@ -44,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
         except ReleaseHeld as exc:          # the release policy's verdict ([review.policy]): exit 1, one line
             raise CommandFailed([str(exc)]) from None
         except OSError as exc:
+            full = disk_full_line(exc, f"export {args.dataset}", local_folder(args.out) if not is_store_url(out) else None)
+            if full:
+                raise CommandFailed([full]) from exc
             raise CommandError([f"cannot write the {args.dataset} release to {args.out}: "
                                  f"{exc.strerror or exc} ({exc.filename or args.out})"]) from exc
     if release.unchanged:       # the same rows, card and files: said, never passed off as a new release

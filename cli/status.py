@@ -47,7 +47,8 @@ OWNER = ("pid", "host", "process_start")
 def status_data(con, limit: int, db_path=None) -> dict:
     """The latest runs (a `running` run whose process is gone shows as `interrupted`, or as the end it could not
     write to the warehouse (a full disk) when its open-run file beside `db_path` keeps one; listed in
-    `interrupted_now`) and the stages of the last nightly, however many runs came after it."""
+    `interrupted_now`; an ended run whose file keeps a later end, as that end) and the stages of the last nightly,
+    however many runs came after it."""
     runs = _rows(run_sql(con, "ops/recent_runs.sql", [limit]))
     gone = interrupted_runs([(r["run_id"], *(r[k] for k in OWNER)) for r in runs if r["status"] == "running"])
     for run in runs:
@@ -56,6 +57,10 @@ def status_data(con, limit: int, db_path=None) -> dict:
             end = unwritten_end(db_path, run["run_id"])
             run["status"], run["message"] = ((end["status"], end.get("message")) if end else
                                              ("interrupted", f"interrupted: {gone[run['run_id']]}"))
+        elif db_path is not None and run["status"] != "running" and \
+                (end := unwritten_end(db_path, run["run_id"])) is not None:
+            run["status"], run["message"] = end["status"], end.get("message")   # amended after its end: a mirror
+            #                                                          the disk had no room for (session.end_and_mirror)
     from caseforge.flows.nightly_plan import KINDS
 
     last_nightly = run_sql(con, "ops/last_nightly_run.sql").fetchone()[0]      # among the runs shown or not

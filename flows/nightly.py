@@ -11,9 +11,10 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
+from caseforge.disk_full import DiskFull
 from caseforge.flows.nightly_plan import Stage, release_location
 from caseforge.flows.nightly_report import RECORD_PROBLEM
-from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, run_nightly
+from caseforge.flows.nightly_runner import NightlyOptions, StageOutcome, parallel_ended, run_nightly
 from caseforge.flows.states import FlowCrashed, RunFailed, ends_as_stopped, failed_state
 from caseforge.flows.wiring import install
 from caseforge.settings import load_settings, overriding
@@ -44,6 +45,8 @@ def outcome_of(state) -> StageOutcome:
         return value
     if isinstance(value, BaseException) and (request := stop_of(value)) is not None:
         raise RunStopped(request) from value      # the stage was stopped: so is the nightly
+    if isinstance(value, DiskFull):
+        raise value                               # the disk is full: the nightly stops, saying where
     raise FlowCrashed(f"a nightly stage ended {state.type.value.lower()} without an outcome: {state.message or value!r}")
 
 
@@ -75,7 +78,13 @@ def prefect_parallel(stages: list[Stage], run: Callable[[Stage], StageOutcome]) 
     futures = [_task_of(stage).submit(functools.partial(run, stage)) for stage in stages]
     for future in futures:
         future.wait()
-    return [outcome_of(future.state) for future in futures]
+    ended = []
+    for future in futures:
+        try:
+            ended.append(outcome_of(future.state))
+        except DiskFull as exc:                  # the others are kept: the night ends once all have
+            ended.append(exc)
+    return parallel_ended(ended)
 
 
 def prefect_stage(stage: Stage, run: Callable[[], StageOutcome]) -> StageOutcome:
@@ -108,7 +117,7 @@ def nightly_refresh(db: str | None = None, from_samples: bool = False, samples_d
     print(f"nightly run {result.run_id}: summary in {result.run_dir / 'summary.md'}")
     data = {**result.to_dict(), "problems": problems}
     if result.ok:
-        return Completed(message=f"nightly {result.run_id}: ok", data=data)
+        return Completed(message=f"nightly {result.run_id}: ok{warned_text(result)}", data=data)
     return failed_state(failed_message(result), data)
 
 
@@ -120,4 +129,10 @@ def failed_message(result) -> str:
                f"({', '.join(f'{o.stage} {o.name}' for o in failed)}), {len(result.failures())} problem(s): "
                + "; ".join(o.line() for o in failed))
     records = [f for o in failed for f in o.failures if RECORD_PROBLEM.fullmatch(f)]
-    return message + (f"; first record quarantined: {one_line(records[0])}" if records else "")
+    return message + (f"; first record quarantined: {one_line(records[0])}" if records else "") + warned_text(result)
+
+
+def warned_text(result) -> str:
+    """'; warned: source health cn (quiet: ...)' for the stages that warned (a warning fails nothing)."""
+    warned = [o.line() for o in result.outcomes if o.status == "warned"]
+    return f"; warned: {'; '.join(warned)}" if warned else ""

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caseforge.fingerprints import inputs_fingerprint, value_fingerprint
-from caseforge.flows.nightly_plan import (NightlyOptions, Plan, Stage, build_plan, files_fingerprint, registry_stages,
-                                          samples_folder)
+from caseforge.flows.nightly_plan import (NOT_REBUILT, NightlyOptions, Plan, Stage, build_plan, files_fingerprint,
+                                          registry_stages, samples_folder)
 from caseforge.settings import Settings
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.statements import run_sql, table_exists
@@ -40,7 +40,7 @@ class Foreseen:
 
 def would_rebuild(foreseen: list[Foreseen]) -> list[str]:
     """The builders, evaluations and releases certain to run (what NightlyResult.rebuilt() lists after the run)."""
-    return [f.key for f in foreseen if f.would == RUN and f.kind not in ("source", "publish")]
+    return [f.key for f in foreseen if f.would == RUN and f.kind not in NOT_REBUILT]
 
 
 def _listed(names: list[str]) -> str:

@@ -3,9 +3,10 @@ it waits for, whether it runs only when its inputs changed, whether a failed sta
 the function that does its work. caseforge.flows.nightly_runner walks the plan; caseforge.flows.nightly_forecast
 reads it without running anything (`caseforge run nightly --plan`).
 
-Adding a stage is one entry in `build_plan` and its function. A `source health` stage, for one: kind "health",
-`after=("source",)`, `checks` the tables of the source it watches; when it fails, every stage that `holds` and
-reads one of them (the releases) is held back with one line saying why: the plan's one rule, `Plan.held_back`.
+Adding a stage is one entry in `build_plan` and its function. The `source health` stages show the shape: each
+waits for its source and `checks` the source's tables; when one fails, every stage that `holds` (the releases)
+and reads one of those tables, or a table a stage made from them, is held back with one line saying why: the
+plan's one rule, `Plan.held_back`.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from caseforge.stage_report import StageReport
 from caseforge.store import StoreError
 from caseforge.warehouse.statements import run_sql
 
-KINDS = ("source", "builder", "evaluation", "review", "export")       # the kinds of today's plan, in the order they run
+KINDS = ("source", "source health", "builder", "evaluation", "review", "export")       # the kinds of today's plan, in the order they run
+NOT_REBUILT = ("source", "source health", "publish")     # kinds that rebuild nothing when they run
 
 
 @dataclass
@@ -35,7 +37,7 @@ class NightlyOptions:
 
 @dataclass(frozen=True)
 class Stage:
-    kind: str                           # source | builder | evaluation | review | export (a new kind: a new entry)
+    kind: str                           # source | source health | builder | evaluation | review | export
     name: str
     work: Callable = field(repr=False)  # work(night) -> a StageReport (or its dict), or what a release wrote
     inputs: tuple[str, ...] = ()        # tables it reads
@@ -59,7 +61,7 @@ class Stage:
     @property
     def task_name(self) -> str:
         """Its task run's name in Prefect, and its subflow's after the nightly's name."""
-        return f"{self.kind}-{self.name}"
+        return f"{self.kind}-{self.name}".replace(" ", "-")
 
 
 class PlanError(ValueError):
@@ -119,15 +121,33 @@ class Plan:
         return [[stage for stage in self.stages if self.levels[stage.key] == level]
                 for level in sorted(set(self.levels.values()))]
 
-    def held_back(self, stage: Stage, failed: set[str]) -> str | None:
+    def held_back(self, stage: Stage, failed: dict[str, str]) -> str | None:
         """Why `stage` does not run tonight, when it holds and a stage that writes or checks one of its inputs
-        (`failed`: the keys of the stages that failed) failed: its tables may be partial or wrong."""
+        (`failed`: the keys of the stages that failed, each with its first reason) failed: its tables may be partial
+        or wrong."""
         if not stage.holds:
             return None
         reasons = [f"{table} comes from {', '.join(w.key for w in writers)}, which failed tonight"
                    for table in sorted(stage.inputs)
                    if (writers := [w for w in self.writers_of(table) if w.key in failed])]
+        unsound = self.unsound_tables(failed)
+        reasons += [f"{table} comes from {unsound[table]}" for table in sorted(stage.inputs)
+                    if table in unsound and not any(w.key in failed for w in self.writers_of(table))]
         return "held back: " + "; ".join(reasons) if reasons else None
+
+    def unsound_tables(self, failed: dict[str, str]) -> dict[str, str]:
+        """Table → where it comes from, for the tables made from a source whose health failed tonight: a failed
+        health check says its source's tables may be wrong though every gate passed, so what stages made from them
+        tonight is unsound too (a failed source or builder only leaves its own tables partial)."""
+        origin = {table: f"{check.key}, which failed tonight ({failed[check.key]})" for check in self.stages
+                  if check.kind == "source health" and check.key in failed for table in check.checks}
+        unsound: dict[str, str] = {}
+        for stage in sorted(self.stages, key=lambda s: self.levels[s.key]):
+            read = [t for t in stage.inputs if t in origin or t in unsound]
+            for table in stage.outputs if read else ():
+                if table not in origin and table not in unsound:
+                    unsound[table] = f"{stage.key}, which reads {read[0]} from {origin.get(read[0]) or unsound[read[0]]}"
+        return unsound
 
 
 # --- today's plan, from the registry ---
@@ -248,6 +268,17 @@ def no_release_yet(folder: Path | str) -> bool:
         return True
 
 
+def _health_stage(settings: Settings, source: registry.Source, source_stage: Stage) -> Stage:
+    """After its source: judges tonight's counts against the source's earlier nights (caseforge.flows.nightly_health);
+    failed, it holds back the releases made from the source's tables."""
+    from caseforge.flows.nightly_health import STAGE, judge_source
+
+    return Stage(STAGE, source.name, lambda night: judge_source(night, source, settings.file.source_health),
+                 checks=source.outputs, after=(source_stage.key,),
+                 skip=f"{source_stage.key} does not run tonight" if source_stage.skip else "",
+                 about="judges tonight's listing, yield and silence against the source's earlier nights")
+
+
 def _review_stage(settings: Settings, benchmark: str) -> Stage:
     """[review] nightly: pull the benchmark's annotations, then push its new sample (caseforge.flows.nightly_review)."""
     from caseforge.flows.nightly_review import review_stage
@@ -268,7 +299,7 @@ def _export_stage(settings: Settings, release: registry.Release, folder) -> Stag
 def build_plan(settings: Settings, options: NightlyOptions, sources: dict[str, registry.Source],
                builders: dict[str, registry.Builder], evaluations: dict[str, registry.Evaluation],
                releases: dict[str, registry.Release], release_dir) -> Plan:
-    """Tonight's plan: the chosen sources (in parallel), then the builders, then the evaluations (each with the
+    """Tonight's plan: the chosen sources (in parallel), each source's health, then the builders, then the evaluations (each with the
     options of [nightly.builders.<name>] / [nightly.evaluations.<name>]), then the reviews ([review] nightly), then
     a release of each dataset into `release_dir`."""
     from caseforge.release.stored import child_url
@@ -280,6 +311,8 @@ def build_plan(settings: Settings, options: NightlyOptions, sources: dict[str, r
     samples_dir = samples_folder(settings, options)
     nightly = settings.file.nightly
     stages = [_source_stage(settings, sources[name], options, samples_dir) for name in names]
+    stages += [_health_stage(settings, sources[stage.name], stage) for stage in list(stages)
+               if sources[stage.name].health is not None]
     stages += [_flow_stage(settings, "builder", entry, dict(nightly.builders.get(name) or {}), ("source",))
                for name, entry in sorted(builders.items())]
     stages += [_flow_stage(settings, "evaluation", entry, dict(nightly.evaluations.get(name) or {}),

@@ -174,6 +174,11 @@ def cost_markdown(costs: list[dict]) -> list[str]:
             md_table(COST_COLUMNS, [[row[c] for c in COST_COLUMNS] for row in costs]), ""]
 
 
+def source_health_rows(result) -> list[dict]:
+    """One row per source the night judged: its health and why (broken rules, then tonight's measures)."""
+    return [{"source": o.name, "health": o.status, "why": o.note} for o in result.outcomes if o.stage == "source health"]
+
+
 def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | None = None,
                      problems: list[dict] | None = None, costs: list[dict] | None = None) -> str:
     """`image_links`: plot name -> URL or data: URI (default: the PNG file names next to summary.md).
@@ -189,6 +194,10 @@ def summary_markdown(result, quality: list[dict], image_links: dict[str, str] | 
         if len(result.failures()) > MAX_PROBLEMS_LISTED:
             parts += [f"…and {len(result.failures()) - MAX_PROBLEMS_LISTED} more problems, not listed here "
                       "(`caseforge sql` on ops.quarantine)", ""]
+    health = source_health_rows(result)
+    if health:
+        parts += ["## Source health (each source against its earlier nights)", "",
+                  md_table(["source", "health", "why"], [[h["source"], h["health"], h["why"]] for h in health]), ""]
     known = known_problem_lines(result)
     if known:
         parts += ["## Known problems (quarantined before, unchanged since: not failures of this run)", ""] + \
@@ -233,6 +242,11 @@ def publish_details(result, quality: list[dict], problems: list[dict] | None = N
     if problems:
         publish_table("nightly-problems", problems_artifact(problems),
                       f"{run}: each problem once, the value beside each rule it broke")
+    health = source_health_rows(result)
+    if health:
+        unhealthy = [f"{h['source']} {h['health']}" for h in health if h["health"] != "succeeded"]
+        publish_table("nightly-source-health", health, f"{run}: source health, "
+                      + (", ".join(unhealthy) if unhealthy else "every source as on its earlier nights"))
     publish_markdown("nightly-quality", "## Quality gate\n\n" + quality_markdown(quality),
                      f"{run}: ops.quality_results per table, summed over the batches of the run that last validated it")
     if result.plots:

@@ -19,18 +19,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from caseforge.disk_full import DiskFull, disk_full_line
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
-from caseforge.flows.nightly_plan import (NightlyOptions, Plan, Stage, as_report, build_plan, files_fingerprint,
-                                          registry_stages, samples_folder, source_kwargs)
-from caseforge.flows.nightly_report import PLOTS, RECORD_PROBLEM, write_run_dir
+from caseforge.flows.nightly_plan import (NOT_REBUILT, NightlyOptions, Plan, Stage, as_report, build_plan,
+                                          files_fingerprint, registry_stages, samples_folder, source_kwargs)
+from caseforge.flows.nightly_report import PLOTS, write_run_dir
+from caseforge.flows.stage_outcome import StageOutcome
 from caseforge.outputs import check_output_path
 from caseforge.release import NothingToRelease, ReleaseHeld
 from caseforge.release.stored import child_url, current_release, is_store_url, local_folder, prepare_store_release
 from caseforge.run_record import begin_work, end_run, end_work, start_run, stop_open_runs
-from caseforge.session import LLM_COST_COUNTS, publish_after_each_run, publish_at_end, publish_recorded
+from caseforge.session import LLM_COST_COUNTS, end_and_mirror, publish_after_each_run, publish_at_end
 from caseforge.settings import Settings
-from caseforge.stage_report import KNOWN, StageReport, one_line
+from caseforge.stage_report import StageReport
 from caseforge.stopping import RunStopped, stop_of
 from caseforge.store import StoreError
 from caseforge.warehouse.connection import connect, open_warehouse
@@ -40,63 +42,6 @@ from caseforge.warehouse.statements import run_sql, table_exists
 __all__ = ["NightlyOptions", "NightlyResult", "StageOutcome", "run_nightly", "source_kwargs"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StageOutcome:
-    stage: str                  # source | builder | evaluation | review | export | publish (the mirror, after the run)
-    name: str
-    status: str                 # succeeded | failed | quarantined | skipped | interrupted | cancelled
-    counts: dict[str, int] = field(default_factory=dict)
-    duration_s: float = 0.0
-    failures: list[str] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.status in ("failed", "quarantined")
-
-    def line(self) -> str:
-        """The stage in one line, the same on the terminal, in Prefect (its task run's state message) and in a
-        failure notification: its reason, or how many problems it had and the first and last reasons that name no
-        record (the last of a source's is often the host it gave up on);
-        records it quarantined are only counted (the night's problems table lists each, with its value, once)."""
-        head = f"{self.stage} {self.name} {self.status}"
-        if not self.failed or not self.failures:
-            return f"{head}: {self.note}" if self.note else head
-        reasons = [f for f in self.failures if not RECORD_PROBLEM.fullmatch(f)]    # not a quarantined record
-        if len(self.failures) == 1 and reasons:
-            return f"{head}: {one_line(reasons[0])}"
-        count = f"{len(self.failures)} problem{'s' if len(self.failures) != 1 else ''}"
-        if not reasons:
-            return f"{head}: {count} (in the night's problems)"
-        last = f"; last: {one_line(reasons[-1])}" if len(reasons) > 1 else ""
-        return f"{head}: {count} (first: {one_line(reasons[0])}{last})"
-
-    def summary_row(self) -> dict:
-        c = self.counts
-        return {
-            "stage": self.stage, "name": self.name, "status": self.status,
-            "fetched": c.get("fetched", 0), "new_payloads": c.get("new_payloads", 0),
-            "new": c.get("new", 0), "changed": c.get("changed", 0), "quarantined": c.get("quarantined", 0),
-            "known_problems": c.get(KNOWN, 0),
-            "llm_calls": c.get("llm_calls", 0), "cache_hits": c.get("cache_hits", 0),
-            **llm_cost_columns(c),
-            "duration_s": round(self.duration_s, 2),
-            "problems": len(self.failures or ([self.status] if self.failed else [])),
-            "note": self.note,              # the problems themselves: each once, in the summary's own list
-        }
-
-
-def llm_cost_columns(counts: dict) -> dict:
-    """What a stage's LLM calls cost tonight (its run's counts, caseforge.session.add_llm_cost), and per item it
-    kept (its `new` and `changed` records)."""
-    tokens = counts.get("llm_prompt_tokens", 0) + counts.get("llm_completion_tokens", 0)
-    kept = counts.get("new", 0) + counts.get("changed", 0)
-    return {"prompt_tokens": counts.get("llm_prompt_tokens", 0),
-            "completion_tokens": counts.get("llm_completion_tokens", 0),
-            "model_s": round(counts.get("llm_model_ms", 0) / 1000, 1),
-            "tokens_per_kept": round(tokens / kept) if tokens and kept else None}
 
 
 @dataclass
@@ -114,7 +59,7 @@ class NightlyResult:
     def rebuilt(self) -> list[str]:
         """The builders, evaluations and releases that ran tonight (were not skipped)."""
         return [f"{o.stage} {o.name}" for o in self.outcomes
-                if o.stage not in ("source", "publish") and o.status != "skipped"]
+                if o.stage not in NOT_REBUILT and o.status != "skipped"]
 
     def failures(self) -> list[str]:
         lines = []
@@ -132,7 +77,10 @@ class NightlyResult:
 
 def _outcome(stage: Stage, result, started: float, rows: int | None = None) -> StageOutcome:
     """What a stage's work returned, as its outcome: a report's status, counts and failures; what a release wrote
-    succeeded, counting the rows it read (`rows`) and naming where it went."""
+    succeeded, counting the rows it read (`rows`) and naming where it went; an outcome (a source's health) as
+    it is."""
+    if isinstance(result, StageOutcome):
+        return result
     if stage.kind == "export" and not isinstance(result, (StageReport, dict)):
         return StageOutcome(stage.kind, stage.name, "succeeded", {"rows": rows or 0}, time.monotonic() - started, [],
                             str(getattr(result, "path", "") or ""))
@@ -158,8 +106,9 @@ class Night:
             self.con = connect(self.settings.db_path)
         return self.con
 
-    def failed(self) -> set[str]:
-        return {f"{o.stage} {o.name}" for o in self.outcomes if o.failed}
+    def failed(self) -> dict[str, str]:
+        """The stages that failed so far → the first reason of each."""
+        return {f"{o.stage} {o.name}": (o.failures or [o.note or o.status])[0] for o in self.outcomes if o.failed}
 
 
 def run_stage_of(night: Night, stage: Stage) -> StageOutcome:
@@ -182,6 +131,9 @@ def run_stage_of(night: Night, stage: Stage) -> StageOutcome:
     except Exception as exc:
         if (request := stop_of(exc)) is not None:        # the process was told to stop: not this stage's fault
             raise RunStopped(request) from exc
+        near = night.settings.db_path if stage.kind == "source" else None
+        if (line := disk_full_line(exc, stage.key, near)) is not None:
+            raise DiskFull(line) from exc                # the night stops: every later write would fail alike
         log.exception("%s failed", stage.key)
         error = exc.error if isinstance(getattr(exc, "error", None), Exception) else exc   # a flow's own, not FlowCrashed
         return StageOutcome(stage.kind, stage.name, "failed", {}, time.monotonic() - started,
@@ -237,7 +189,20 @@ def threads(stages: list[Stage], run: Callable[[Stage], StageOutcome]) -> list[S
         return []
     with ThreadPoolExecutor(max_workers=len(stages), thread_name_prefix="nightly-source") as pool:
         futures = [pool.submit(contextvars.copy_context().run, run, stage) for stage in stages]
-        return [f.result() for f in futures]
+        return parallel_ended([f.exception() or f.result() for f in futures])
+
+
+def parallel_ended(ended: list) -> list[StageOutcome]:
+    """The parallel stages' outcomes once all have ended; a full disk met by one stops the night then, carrying
+    what the others did (their outcomes are recorded as they ended, not as failed); any other exception is
+    raised."""
+    raised = [e for e in ended if isinstance(e, BaseException)]
+    if not raised:
+        return ended
+    others = [e for e in raised if not isinstance(e, DiskFull)]
+    if others:
+        raise others[0]
+    raise DiskFull(raised[0].line, [e for e in ended if isinstance(e, StageOutcome)]) from raised[0]
 
 
 def in_place(stage: Stage, run: Callable[[], StageOutcome]) -> StageOutcome:
@@ -304,21 +269,16 @@ def run_nightly(settings: Settings, options: NightlyOptions | None = None,
         write_run_dir(night.connection(), result, PLOTS if plots is None else plots)
         report = StageReport("nightly", counts=_totals(night.outcomes), failures=result.failures(), run_id=run_id)
     except BaseException as exc:
+        night.outcomes += getattr(exc, "outcomes", [])          # parallel stages that ended beside a full disk
         _end_unfinished(settings, night, exc)
         raise
     finally:
         end_work(inside)
         publish_after_each_run(deferred)
-    con = end_run(night.connection(), run_id, report, [_stage_row(o) for o in night.outcomes])
-    if con is not None:
-        try:
-            export_curated_parquet(con, settings.parquet_dir)
-            published = publish_recorded(con, settings)
-        finally:
-            con.close()
-        if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
-            result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
-                                                failures=list(published.failures)))
+    published = end_and_mirror(night.connection(), settings, run_id, report, [_stage_row(o) for o in night.outcomes])
+    if published is not None:       # a run of its own (ops.runs); failed, it fails the nightly's exit too
+        result.outcomes.append(StageOutcome("publish", "mirror", published.status, dict(published.counts),
+                                            failures=list(published.failures)))
     return result
 
 
@@ -331,7 +291,8 @@ def _end_unfinished(settings: Settings, night: Night, exc: BaseException) -> Non
     if request is not None:
         status, why = request.state, request.reason
     else:
-        status, why = "failed", f"the nightly failed: {type(exc).__name__}: {exc}"
+        status, why = "failed", disk_full_line(exc, "nightly", settings.db_path) or \
+            f"the nightly failed: {type(exc).__name__}: {exc}"
     outcomes, run_id = night.outcomes, night.run_id
     finished = {f"{o.stage} {o.name}" for o in outcomes}
     unfinished = [StageOutcome(stage.kind, stage.name, status, note=f"{why} while it ran" if stage.key in night.running

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from caseforge.source_health import HealthCounters
+
 EVAL_STORE = ("eval.runs", "eval.item_outputs", "eval.metrics")
 
 
@@ -61,6 +63,7 @@ class Source(FlowEntry):
     archive_source: str = ""
     samples: dict[str, str] | None = None   # flow argument → its path under the samples folder (--from-samples)
     live: bool = True                       # fetches from upstream without files given
+    health: HealthCounters | None = None    # which of its counters the nightly's source health reads
 
 
 @dataclass(frozen=True)
@@ -209,20 +212,30 @@ def _casegen_release():
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("oyez", "U.S. Supreme Court cases from api.oyez.org (or replayed case-detail JSON files)", _oyez,
            outputs=("curated.scotus_cases", "curated.scotus_legacy"), archive_source="oyez",
-           samples={"from_dir": "oyez/cases", "legacy_table": "oyez/legacy_justice_table.csv"}),
+           samples={"from_dir": "oyez/cases", "legacy_table": "oyez/legacy_justice_table.csv"},
+           health=HealthCounters(parsed="parsed", loaded="passed_gate")),
     Source("hudoc", "ECHR judgments from HUDOC: metadata and bodies split into numbered paragraphs", _hudoc,
            outputs=("curated.echr_judgments", "curated.echr_paragraphs"), archive_source="hudoc",
-           samples={"from_dir": "hudoc"}),
+           samples={"from_dir": "hudoc"},
+           health=HealthCounters(parsed="documents_parsed", loaded="judgments_loaded",
+                                 yield_of=("paragraphs_parsed", "documents_parsed"),
+                                 yield_name="paragraphs per judgment")),
     Source("guides", "ECHR case-law guides: paragraphs and citations resolved to HUDOC itemids", _guides,
            inputs=("curated.echr_judgments",), outputs=("curated.guide_paragraphs", "curated.guide_citations"),
-           archive_source="guides", samples={"from_dir": "echr_guides"}),
+           archive_source="guides", samples={"from_dir": "echr_guides"},
+           health=HealthCounters(parsed="guides_parsed", loaded="guide_paragraphs_loaded",
+                                 yield_of=("citations_parsed", "guide_pages_parsed"),
+                                 yield_name="citations per guide page")),
     Source("cn", "Chinese judgments from bulk dumps (or the site's API with your own session): sections, "
                  "filters, representatives", _cn,
            outputs=("curated.cn_judgments", "curated.cn_filter_decisions", "curated.cn_representatives"),
-           archive_source="cn", samples={"from_dir": "cn"}, live=False),
+           archive_source="cn", samples={"from_dir": "cn"}, live=False,
+           health=HealthCounters(parsed="parsed", loaded="loaded", yield_of=("sections_found", "parsed"),
+                                 yield_name="sections found per judgment")),
     Source("barexam", "Bar Exam QA questions and passages from files", _barexam,
            outputs=("curated.barexam_questions", "curated.barexam_passages"), archive_source="barexam",
-           samples={"from_dir": "barexam"}, live=False),
+           samples={"from_dir": "barexam"}, live=False,
+           health=HealthCounters(listed=None, parsed="payloads_parsed", loaded="barexam_questions_loaded")),
 )}
 
 BUILDERS: dict[str, Builder] = {b.name: b for b in (

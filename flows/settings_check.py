@@ -1,7 +1,7 @@
 """The settings file's names that only the pipelines and backends know: LLM steps, backend options (and where one
-put in the wrong table belongs), the nightly's builders and evaluations and their options. The typed tables
-(caseforge.settings_tables) check the rest; every command runs both before any work starts (`command_settings`),
-so no misspelt setting is silently ignored, whatever the command."""
+put in the wrong table belongs), the nightly's builders and evaluations and their options, the sources
+[source_health] names. The typed tables (caseforge.settings_tables) check the rest; every command runs both before
+any work starts (`command_settings`), so no misspelt setting is silently ignored, whatever the command."""
 from __future__ import annotations
 
 import ast
@@ -65,6 +65,8 @@ def name_problems(settings: Settings, path: str | Path | None = None) -> list[st
             parameters = flow_parameters(entries[name])
             problems += [unknown(("nightly", section, name), key, parameters) for key in options
                          if key not in parameters]
+    problems += [unknown(("source_health", "sources"), name, registry.SOURCES)
+                 for name in settings.file.source_health.sources if name not in registry.SOURCES]
     return problems + _review_problems(settings)
 
 

@@ -17,6 +17,7 @@ import duckdb
 from caseforge import processes
 from caseforge.atomic import link_atomically, staging_name
 from caseforge.warehouse.statements import IDENTIFIER, curated_tables, database_file, run_sql, table_exists, transaction
+from caseforge.warehouse.table_state import journal_states
 
 # The ops tables the mirror carries besides curated, so `caseforge status`, `quality` and `llm stats` (and
 # queries on them) answer while a run holds the file. The archive, the LLM cache (its per-step statistics and
@@ -33,7 +34,9 @@ MIRROR_MANIFEST = "MIRROR.json"
 # and swaps the link. A table whose rows carry a stamp that every write sets (MIRROR_STAMP_COLUMN, or an
 # append-only ops table's time) is a folder `<table>.parquet/` of parts by stamp range: a run writes the parts
 # whose rows changed and a part for its new rows; every other table is one file, written when its content hash
-# changed. Files left unchanged are hard links to the previous generation's.
+# changed. Files left unchanged are hard links to the previous generation's. A curated table whose state
+# (caseforge.warehouse.table_state: the write journal, its columns, DuckDB's storage facts) is the one recorded with
+# the previous generation is not read at all: its files are linked as they are.
 MIRROR_STAMP_COLUMN = "updated_at"
 APPEND_ONLY_STAMPS = {"ops.quality_results": "validated_at", "ops.quarantine": "quarantined_at"}
 MIRROR_MAX_PARTS = 16
@@ -80,6 +83,7 @@ class _MirrorWrite:
             self.columns.setdefault(f"{schema}.{table}", []).append([column, kind])
         self.keys = {f"{schema}.{table}": tuple(columns)
                      for schema, table, columns in run_sql(con, "ops/primary_keys.sql").fetchall()}
+        self.states = journal_states(con, [f"curated.{t}" for t in curated_tables(con)])
 
     def table(self, name: str) -> dict:
         schema, _, table = name.partition(".")
@@ -91,11 +95,14 @@ class _MirrorWrite:
         old = self.previous.get(name) or {}
         if old.get("columns") != columns or old.get("stamp") != stamp:
             old = {}
+        state = self.states.get(name)                   # a curated table: what the write journal says of it
+        if state is not None and old.get("state") == state and all(self._keep(p) for p in old.get("parts", [])):
+            return {**old, "state": state}               # unchanged since the last generation: no row read
         if stamp is None:
             parts = self._whole(name, relative, old.get("parts", []))
         else:
             parts = self._parts(name, relative, stamp, old.get("parts", []))
-        return {"columns": columns, "stamp": stamp, "parts": parts}
+        return {"columns": columns, "stamp": stamp, "parts": parts, **({"state": state} if state else {})}
 
     def _keep(self, part: dict) -> bool:
         """Hard-link a part of the previous generation into this one (a copy where links fail)."""

@@ -4,7 +4,8 @@ questions every stage asks (does a table exist, which file is this connection's 
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -12,6 +13,7 @@ import duckdb
 import pandas as pd
 
 from caseforge.settings import SQL_DIR
+from caseforge.warehouse import changes
 
 # What may be written into a statement's text: a plain or schema-qualified name, never a value.
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -47,8 +49,42 @@ def sql_text(relative: str, **identifiers: str | tuple[str, ...]) -> str:
 
 def run_sql(con: duckdb.DuckDBPyConnection, relative: str, params: dict | list | None = None,
             identifiers: dict[str, str | tuple[str, ...]] | None = None):
+    """Run sql/<relative> (its `{name}`s filled from `identifiers`, `params` bound to its last statement). A file
+    that changes rows of a curated table is run statement by statement in one transaction and recorded in the
+    write journal (caseforge.warehouse.changes); its last statement's answer comes back fetched."""
     statement = sql_text(relative, **(identifiers or {}))
+    if changes.mentions_journaled(statement):
+        fetched = _run_journaled(con, relative, statement, params)
+        if fetched is not None:
+            return fetched
     return con.execute(statement, params) if params is not None else con.execute(statement)
+
+
+def _run_journaled(con: duckdb.DuckDBPyConnection, relative: str, text: str, params) -> changes.FetchedResult | None:
+    """Run `text` (the statement file `relative`) statement by statement, recording each curated table it changed
+    in the write journal, all in one transaction (the caller's, or one of its own); None when it writes no
+    curated table (the caller runs it as it is)."""
+    statements = con.extract_statements(text)
+    targets = [changes.written_tables(s) for s in statements]
+    if not any(targets):
+        return None
+    changed: dict[str, int | None] = {}
+    with (nullcontext() if changes.in_transaction(con) else transaction(con)):
+        result = changes.FetchedResult([], None)
+        for index, (statement, tables) in enumerate(zip(statements, targets)):
+            last = index == len(statements) - 1
+            cursor = con.execute(statement, params) if last and params is not None else con.execute(statement)
+            result = changes.FetchedResult(cursor.fetchall() if cursor.description else [], cursor.description)
+            count = changes.changed_rows(statement, result.rows) if tables else 0
+            for table in tables:
+                known = changed.get(table, 0)
+                changed[table] = None if count is None or known is None else known + count
+        changed = {table: rows for table, rows in changed.items() if rows is None or rows > 0}
+        if changed and table_exists(con, changes.JOURNAL_TABLE):
+            now = datetime.now(timezone.utc)
+            for table, rows in sorted(changed.items()):
+                run_sql(con, "ops/record_table_change.sql", [table, relative, rows, now])
+    return result
 
 
 def replace_staging(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
@@ -99,10 +135,13 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
     The one place transaction control is written inline (docs/sql.md)."""
     con.execute("BEGIN TRANSACTION")
+    changes.entered_transaction(con)
     try:
         yield con
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:
+        changes.left_transaction(con)
     con.execute("COMMIT")
 

@@ -1,2 +1,2 @@
--- The status of one run (no row: the warehouse has none for it).
-SELECT status FROM ops.runs WHERE run_id = ?;
+-- The status and message of one run (no row: the warehouse has none for it).
+SELECT status, message FROM ops.runs WHERE run_id = ?;

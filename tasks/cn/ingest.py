@@ -118,6 +118,7 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
         row.update(content_sha256=content_sha(record), raw_key=payload.key, raw_sha256=payload.sha256)
         rows.append(row)
     report.add("parsed", len(rows))
+    report.add("sections_found", sum(1 for row in rows for section in SECTIONS[:-1] if row.get(section)))
     return batch_frame(rows, COLUMNS, "doc_id", report)
 
 
@@ -313,9 +314,12 @@ def refresh(settings: Settings, from_dir: str | None = None, doc_ids: str | None
         report = session.report
         if from_dir:
             directory = Path(from_dir)
-            load_dumps(session, directory, dump_files(directory), steps, reparse, coverage)
+            dumps = dump_files(directory)
+            report.add("listed", len(dumps))            # the folder's dump files (source health)
+            load_dumps(session, directory, dumps, steps, reparse, coverage)
         if doc_ids:
             ids = read_doc_ids(Path(doc_ids))
+            report.add("listed", len(ids))
             with Fetcher(settings, session.archive) as fetcher:
                 client = WenshuClient(fetcher, WenshuCredentials.from_env())
                 for batch in batches(ids, BATCH_SIZE):

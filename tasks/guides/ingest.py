@@ -153,6 +153,7 @@ def parse_guide_source(source: GuideSource, resolver: Resolver) -> tuple[list[di
             log.warning("guide %s § %s citation %s (%s): %s; it lands without a year", source.guide_id,
                         row["para_no"], row["ordinal"], row["raw_citation"], row["problem"])
     counts = {"guide_paragraphs_parsed": len(parsed.rows), "guide_lines_outside_paragraphs": parsed.dropped_lines,
+              "guide_pages_parsed": len({page for row in parsed.rows for page in row.get("pages") or ()}),
               "citations_parsed": len(rows), "citations_resolved": sum(1 for r in rows if r["itemid"]),
               "citations_without_year": sum(1 for r in rows if r.get("problem"))}
     return parsed.rows, rows, [], counts
@@ -240,7 +241,9 @@ def refresh(settings: Settings, from_dir: str | None = None, guide_ids: list[str
                 quarantine_problem(session.con, session.run_id, "guide_paragraphs", problem, report, "guide",
                                    counter="guides_quarantined")
             french = french or found
+            report.add("listed", len(sources) + len(too_big))       # the folder's guides (source health)
         else:
+            report.add("listed", len(guide_ids or DEFAULT_GUIDES))
             with Fetcher(settings, session.archive, transport=transport) as fetcher:
                 sources = fetch_sources(fetcher, session.con, session.run_id, list(guide_ids or DEFAULT_GUIDES),
                                         report)

@@ -10,9 +10,10 @@ from typing import Callable
 
 import duckdb
 
-from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, sha256_hex, size_problem
+from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.file_digests import FileDigests
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
 from caseforge.progress import Progress
@@ -175,6 +176,7 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
                    raw_sha256=problem.raw_sha256)
 
     pager = QueryPager(fetcher, record_filter, report=report, on_problem=on_problem)
+    report.counts.setdefault("listed", 0)           # the records the query's pages listed (source health)
     rows: list[dict] = []
     windows = yearly_windows(since, until)
     progress = Progress("hudoc metadata pages", unit="pages", counters={"windows": 0})
@@ -185,6 +187,7 @@ def live_metadata(fetcher: Fetcher, con: duckdb.DuckDBPyConnection, run_id: int,
             progress.count("windows")
         progress.step(1)
         report.add("fetched")
+        report.add("listed", len(page.records))
         rows += parse_metadata_payload(con, run_id, page.payload, record_filter, report)
         if len(rows) >= BATCH_SIZE * 5:
             load_judgments(con, run_id, rows, report)
@@ -279,9 +282,11 @@ class _Body:
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
                      report: StageReport, reparse: bool = False) -> None:
     """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate, in batches. The
-    bodies are hashed first and checked against the ledger in one query: a body this parser loaded whole before
-    is not read again (its paragraphs count as unchanged)."""
+    bodies are hashed first (a file unchanged since it was hashed is not read: caseforge.file_digests) and checked
+    against the ledger in one query: a body this parser loaded whole before is not read again (its paragraphs count
+    as unchanged)."""
     ledger = ParsedPayloads(con, SOURCE, BODY_PARSER, "echr_paragraphs", reparse)
+    digests = FileDigests(con, SOURCE)
     found = []
     for itemid, paths in sorted(documents.items()):
         if len(paths) > 1:
@@ -293,7 +298,10 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
                                report, "hudoc", counter="documents_quarantined")
             continue
         kind = "docx" if path.suffix.lower() == ".docx" else "html"
-        found.append((itemid, path, _Body(f"{kind}/{itemid}", sha256_hex(path.read_bytes()))))
+        found.append((itemid, path, _Body(f"{kind}/{itemid}", digests.sha256(path))))
+    digests.save()
+    if digests.read:
+        report.add("bodies_hashed", digests.read)
     plan = ledger.plan([body for _, _, body in found])
     plan.report_to(report, unchanged="paragraphs_unchanged")
     todo = [(itemid, path, body) for itemid, path, body in found if body.key not in plan.skipped]
@@ -404,6 +412,7 @@ def refresh(settings: Settings, from_dir: str | None = None, since: str | None =
         report = session.report
         if from_dir:
             files = replay_files(Path(from_dir))
+            report.add("listed", len(files.metadata) + len(files.documents))     # the folder's files (source health)
             steps.replay_metadata(session, files.metadata, record_filter, reparse)
             if documents:
                 steps.replay_documents(session, files.documents, reparse)

@@ -318,6 +318,7 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
         if from_dir:
             details, lists = replay_files(Path(from_dir))
             report.add("list_files_seen", len(lists))
+            report.add("listed", len(details))          # the folder's case files (source health)
             progress = Progress("oyez replay", total=len(details))
             for batch in batches(details, BATCH_SIZE):
                 steps.replay_batch(session, batch, reparse)

@@ -43,7 +43,8 @@ PRINTS = {
 
 # benches whose quick mode has a test of its own, which checks more than a pattern can
 OWN_TEST = {"scale.py": "tests/bench/test_scale_quick.py",
-            "nightly_scale.py": "tests/bench/test_nightly_scale_quick.py"}
+            "nightly_scale.py": "tests/bench/test_nightly_scale_quick.py",
+            "disk_full_nightly.py": "tests/bench/test_disk_full_nightly_quick.py"}
 
 
 def test_every_bench_script_has_a_quick_mode_check():

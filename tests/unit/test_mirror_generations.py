@@ -185,3 +185,37 @@ def test_every_write_to_a_table_mirrored_in_parts_moves_its_stamp(tmp_path):
             elif verb == "delete" and len(words) > 2 and words[2] in APPEND_ONLY_STAMPS:
                 problems.append(f"{path.relative_to(SQL_DIR)}: deletes from append-only {words[2]}")
     assert not problems, problems
+
+
+def test_a_curated_table_the_journal_says_is_unchanged_is_not_read_again(tmp_path, monkeypatch):
+    """Issue 43: a curated table whose state (the write journal, its columns, DuckDB's storage facts) is the one
+    recorded with the previous generation keeps its files without a row of it being read; one that changed, by a
+    curate statement or by hand, is read (its parts checked) and its change mirrored."""
+    from caseforge.warehouse import mirror as mirror_module
+
+    settings = load_settings(tmp_path / "cf.duckdb")
+    con = connect(settings.db_path)
+    _fill(con, "v1", paragraphs=50)
+    export_curated_parquet(con, settings.parquet_dir)
+    first = _files_of(settings.parquet_dir, settings.db_path)
+    read = []
+    real_run_sql = mirror_module.run_sql
+
+    def seen(con, relative, params=None, identifiers=None):          # records what the mirror reads
+        if relative in ("ops/mirror_part_fingerprints.sql", "ops/table_fingerprint.sql"):
+            read.append((identifiers or {}).get("table"))
+        return real_run_sql(con, relative, params, identifiers)
+
+    monkeypatch.setattr(mirror_module, "run_sql", seen)
+    export_curated_parquet(con, settings.parquet_dir)
+    assert [t for t in read if t.startswith("curated.")] == []
+    assert _files_of(settings.parquet_dir, settings.db_path) == first
+
+    con.execute("UPDATE curated.echr_paragraphs SET text = 'by hand', updated_at = now() WHERE ordinal = 3")
+    read.clear()
+    export_curated_parquet(con, settings.parquet_dir)
+    assert [t for t in read if t.startswith("curated.")] == ["curated.echr_paragraphs"]
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
+    assert mirror.execute("SELECT text FROM curated.echr_paragraphs WHERE ordinal = 3").fetchall() == [("by hand",)]
+    mirror.close()
+    con.close()

@@ -44,7 +44,7 @@ def test_the_registry_plan_waits_as_the_nightly_always_ran(tmp_path):
     plan = nightly_plan.build_plan(settings, nightly_plan.NightlyOptions(), **nightly_plan.registry_stages(),
                                    release_dir=tmp_path / "releases")
     kinds = [sorted({s.kind for s in wave}) for wave in plan.waves()]
-    assert kinds == [["source"], ["builder"], ["evaluation"], ["export"]]
+    assert kinds == [["source"], ["builder", "source health"], ["evaluation"], ["export"]]
     assert all(s.parallel for s in plan.waves()[0]) and all(s.holds for s in plan.waves()[-1])
 
 

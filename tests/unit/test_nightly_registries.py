@@ -160,16 +160,27 @@ def test_one_failing_source_does_not_stop_the_others_and_the_run_fails(registrie
     assert statuses[("source", "broken")] == "failed" and statuses[("source", "alpha")] == "succeeded"
 
 
-def test_fingerprint_sees_content_not_order(tmp_path):
+def test_fingerprint_sees_every_write_and_stays_put_without_one(tmp_path):
+    """A curated table's fingerprint follows its writes, not its content (issue 43: no row is read): reading it
+    again gives the same one; an update, a delete, or a rewrite of the same rows gives another (a rewrite is
+    taken for a change, never the reverse). A table outside curated is still fingerprinted by its content."""
     con = connect(tmp_path / "cf.duckdb")
     con.execute("CREATE TABLE curated.t (id INTEGER, label VARCHAR)")
     con.execute("INSERT INTO curated.t VALUES (1, 'a'), (2, 'b')")
     first, _ = inputs_fingerprint(con, ("curated.t",))
-    con.execute("DELETE FROM curated.t")
-    con.execute("INSERT INTO curated.t VALUES (2, 'b'), (1, 'a')")
     assert inputs_fingerprint(con, ("curated.t",))[0] == first
     con.execute("UPDATE curated.t SET label = 'c' WHERE id = 2")
-    assert inputs_fingerprint(con, ("curated.t",))[0] != first
+    second, _ = inputs_fingerprint(con, ("curated.t",))
+    assert second != first
+    con.execute("DELETE FROM curated.t")
+    con.execute("INSERT INTO curated.t VALUES (2, 'c'), (1, 'a')")
+    assert inputs_fingerprint(con, ("curated.t",))[0] not in (first, second)
+    con.execute("CREATE TABLE build.t (id INTEGER, label VARCHAR)")
+    con.execute("INSERT INTO build.t VALUES (1, 'a'), (2, 'b')")
+    hashed, _ = inputs_fingerprint(con, ("build.t",))
+    con.execute("DELETE FROM build.t")
+    con.execute("INSERT INTO build.t VALUES (2, 'b'), (1, 'a')")
+    assert inputs_fingerprint(con, ("build.t",))[0] == hashed
     with pytest.raises(ValueError, match="schema.table"):
         table_fingerprint(con, "curated.t; DROP TABLE x")
 

@@ -241,8 +241,9 @@ def test_export_replay_replaces_its_own_file_atomically(warehouse, tmp_path, cap
     replay_identity = replay.identity_of
     monkeypatch.setattr(replay, "identity_of", identity_breaks_after_one)
     capsys.readouterr()
-    assert export_replay(warehouse, out) == 2
-    assert "No space left on device" in one_line(capsys.readouterr().err)
+    assert export_replay(warehouse, out) == 1                # a full disk met while writing: 1, not a usage error
+    said = one_line(capsys.readouterr().err)          # the full disk in one line, naming the disk of --out
+    assert "llm: the disk is full (no space left on /" in said and " free)" in said, said
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "replay.jsonl"]
 

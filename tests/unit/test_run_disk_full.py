@@ -50,11 +50,11 @@ def in_a_small_tmpfs(tmp_path, size_mb: int, code: str) -> subprocess.CompletedP
 
 def test_a_run_that_fills_the_disk_is_recorded_failed_with_the_reason(tmp_path):
     done = in_a_small_tmpfs(tmp_path, 24, FILL_THE_DISK)
-    assert "No space left on device" in done.stderr, done.stderr[-3000:]
+    assert "the run ended: DiskFull: ingest cn: the disk is full (no space left on " in done.stderr, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]
     [[run_id, status, message]] = json.loads(done.stdout.splitlines()[-1])
     assert status == "failed", (status, message, done.stderr[-2000:])
-    assert "No space left on device" in message
+    assert message.startswith("ingest cn: the disk is full (no space left on ") and "small-disk" in message, message
 
 
 def test_an_end_the_warehouse_cannot_take_is_recorded_by_the_next_start_from_the_open_run_file(db_path, monkeypatch):
@@ -88,6 +88,7 @@ def test_an_end_the_warehouse_cannot_take_is_recorded_by_the_next_start_from_the
                                               [session.run_id]).fetchone()
     finally:
         con.close()
-    assert status == "failed" and "No space left on device" in message and "written by a later start" in message
+    assert status == "failed" and "ingest cn: the disk is full (no space left" in message, message
+    assert "written by a later start" in message
     assert json.loads(counts) == {"records": 343}
     assert not open_file.exists()

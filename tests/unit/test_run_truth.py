@@ -45,7 +45,7 @@ def test_a_run_that_dies_of_an_exception_is_failed_with_the_reason_even_after_qu
             raise OSError(28, "No space left on device")
     row = run_row(db_path, session.run_id)
     assert row["status"] == "failed", row
-    assert "No space left on device" in row["message"]
+    assert row["message"].startswith("ingest cn: the disk is full (no space left on /"), row   # the disk named
 
 
 def test_a_run_that_finished_its_work_is_succeeded(db_path):

@@ -90,7 +90,7 @@ def test_a_key_no_table_declares_is_an_error_naming_it_its_file_and_the_closest_
         load_settings()
     assert sorted(raised.value.problems) == sorted([
         "settings file caseforge.toml: unknown setting [fanout] shard; did you mean shards?",
-        "settings file caseforge.toml: unknown setting [mine] (known: fanout, llm, mirror, nightly, release, review, upstream)",
+        "settings file caseforge.toml: unknown setting [mine] (known: fanout, llm, mirror, nightly, release, review, source_health, upstream)",
         "settings file caseforge.toml: unknown setting [llm] options; it belongs in [llm.backends.<name>] options",
         "settings file caseforge.toml: unknown setting [llm.roles] validatr; did you mean validator?"])
 

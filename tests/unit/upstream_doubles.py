@@ -1,7 +1,8 @@
 """Test double of an upstream web server on loopback, for the fetch layer's hostile cases.
 
 `LoopbackUpstreamDouble` answers each path from a table of routes and records every request it gets, so a
-test can prove that a URL was never requested. A route's body may be bytes, or an iterable of chunks sent with
+test can prove that a URL was never requested. A route may also be a function of the request's query parameters
+(a recorded upstream that answers by what was asked: a date window, a document id). A route's body may be bytes, or an iterable of chunks sent with
 chunked transfer encoding, each after an optional pause (a drip-fed or endless body); the bytes it managed to
 send before the client hung up are counted per path. Bounded: every connection times out after `socket_timeout_s`.
 """
@@ -12,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable
+from urllib.parse import parse_qs
 
 
 @dataclass
@@ -23,7 +25,8 @@ class Route:
 
 
 class LoopbackUpstreamDouble:
-    def __init__(self, routes: dict[str, Route] | None = None, socket_timeout_s: float = 10.0):
+    def __init__(self, routes: dict[str, "Route | Callable[[dict[str, list[str]]], Route]"] | None = None,
+                 socket_timeout_s: float = 10.0):
         self.routes = dict(routes or {})
         self.requests: list[str] = []
         self.sent_bytes: dict[str, int] = {}
@@ -35,9 +38,11 @@ class LoopbackUpstreamDouble:
 
             def do_GET(self):
                 double.requests.append(self.path)
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 double.sent_bytes.setdefault(path, 0)
                 route = double.routes.get(path, Route(404, b"no such path"))
+                if not isinstance(route, Route):
+                    route = route(parse_qs(query))
                 self.send_response(route.status)
                 for name, value in route.headers.items():
                     self.send_header(name, value)

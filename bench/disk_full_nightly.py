@@ -1,0 +1,256 @@
+"""A full disk at random points of the nightly (issue 43, item 3): `caseforge run nightly --from-samples` on the
+samples, each time on a small disk (a tmpfs mounted in a private user and mount namespace, tests/small_disks.py) that
+a filler leaves N bytes free, N drawn at random (seeded) below what an undisturbed night leaves on its disk, so
+every night runs out of space somewhere along the way; then the filler goes and the nightly runs again. (The
+release card's quality-gate section is compared apart: it reports the batches of the run that last validated each
+table, so a night that resumed another's work shows other counts there.)
+
+    .venv/bin/python bench/disk_full_nightly.py [--points 100] [--quick] [--seed 43] [--work DIR] [--keep]
+
+Each point must show: the night ends failed (exit 1) with one line naming the disk; no nightly recorded
+`succeeded`; the warehouse opens; no partial release (every release folder there verifies against its manifest)
+and no partial mirror generation (the mirror's link names a generation whose files are all there); and the next
+night ends with the same tables (curated and eval, without run ids and times) and the same release files as the
+undisturbed night. The builders and the CaseGen evaluation answer from a replay file recorded first from the schema
+test double of bench/nightly_scale.py (never a model), as the nights of that bench do. `--quick`: 3 points.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from small_disks import files_digest, fill, in_small_disks, namespaces_refused, table_digests, unfill  # noqa: E402
+
+
+def load_nightly_scale():
+    """bench/nightly_scale.py: its replay recording (the schema test double), settings files and server."""
+    spec = importlib.util.spec_from_file_location("caseforge_bench_nightly_scale", HERE / "nightly_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module             # its dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def nightly(db: Path, samples: Path, env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-m", "caseforge", "run", "nightly", "--from-samples", "--samples",
+                           str(samples), "--db", str(db), "--release-dir", str(db.parent / "releases")],
+                          env=env, capture_output=True, text=True, timeout=3600)
+    said = [line.removeprefix("caseforge: ") for line in done.stderr.splitlines() if line.startswith("caseforge: ")]
+    return {"exit": done.returncode, "said": said, "tail": done.stderr[-1500:]}
+
+
+def used_bytes(folder: Path) -> int:
+    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*"))
+
+
+# The card's quality-gate section reports the batches of the run that last validated each table
+# (sql/ops/quality_for_release.sql), not all the batches of its data: a night that resumes work another one began
+# (after a kill or a full disk), or any incremental night, shows other counts there. It is compared apart.
+CARD_GATE = re.compile(r"### Quality gate[^\n]*\n.*?(?=\n#)", re.S)
+
+
+def releases_digest(folder: Path) -> dict:
+    """Each release folder's files by sha256, its card without the quality-gate section (and the manifest
+    without the card's line), and that section alone under `card quality gate`."""
+    found = {}
+    for release in sorted(p for p in folder.glob("*") if p.is_dir()):
+        files = files_digest(release, skip=("README.md", "MANIFEST.sha256"))
+        card = (release / "README.md").read_text(encoding="utf-8") if (release / "README.md").exists() else ""
+        gate = CARD_GATE.search(card)
+        files["README.md without its quality gate"] = hashlib.sha256(CARD_GATE.sub("", card).encode()).hexdigest()
+        files["card quality gate"] = gate[0] if gate else ""
+        manifest = release / "MANIFEST.sha256"
+        lines = manifest.read_text(encoding="utf-8").splitlines() if manifest.exists() else []
+        files["MANIFEST.sha256 without the card"] = sorted(line for line in lines if not line.endswith("  README.md"))
+        found[release.name] = files
+    return found
+
+
+def visible_state(db: Path) -> dict:
+    """What a reader sees after a night: the nightly runs recorded, the warehouse opening, each release folder
+    verifying against its manifest, and the mirror's generation complete."""
+    from caseforge.release.writer import verify_release
+
+    state = {"opens": "yes", "nightly": [], "partial": []}
+    try:
+        import duckdb
+
+        con = duckdb.connect(str(db), read_only=True)
+        state["nightly"] = [s for (s,) in con.execute("SELECT status FROM ops.runs WHERE kind = 'nightly'").fetchall()]
+        con.close()
+    except Exception as exc:  # noqa: BLE001 - reported per point
+        state["opens"] = f"{type(exc).__name__}: {exc}"
+    for release in sorted((db.parent / "releases").glob("*")):
+        if release.is_dir() and not release.name.startswith("."):        # a staging folder is not a release
+            problems = verify_release(release)
+            if problems:
+                state["partial"].append(f"{release}: {problems[0]}")
+    link = db.with_name(db.stem + "-parquet")
+    if link.exists():
+        manifest = json.loads((link / "MIRROR.json").read_text())
+        missing = [p["file"] for t in manifest.get("tables", {}).values() for p in t.get("parts", [])
+                   if not (link / p["file"]).is_file()]
+        if missing:
+            state["partial"].append(f"mirror generation {link.resolve().name} lacks {missing[:3]}")
+    return state
+
+
+def inside(args) -> None:
+    """In the namespace, `args.disk` a tmpfs: every point, one JSON line each on stdout."""
+    plan = json.loads(Path(args.plan).read_text())
+    env = {**os.environ, **plan["env"]}
+    samples, disk = Path(plan["samples"]), Path(args.disk)
+    for number, leave in enumerate(plan["points"], start=1):
+        for path in disk.iterdir():
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        db = disk / "night" / "cf.duckdb"
+        db.parent.mkdir()
+        fill(disk, leave)
+        started = time.monotonic()
+        failed = nightly(db, samples, env)
+        point = {"point": number, "free_bytes": leave, "failed": failed, "after_failure": visible_state(db),
+                 "failed_s": round(time.monotonic() - started, 1)}
+        unfill(disk)
+        started = time.monotonic()
+        point["next"] = nightly(db, samples, env)
+        point["next_s"] = round(time.monotonic() - started, 1)
+        point["after_next"] = visible_state(db)
+        tables, releases = table_digests(db, ("curated", "eval")), releases_digest(db.parent / "releases")
+        expected = plan["expected"]
+        point["differs"] = sorted([t for t in set(tables) | set(expected["tables"])
+                                   if tables.get(t) != expected["tables"].get(t)] +
+                                  [f"release {r} {name}" for r in set(releases) | set(expected["releases"])
+                                   for name in set(releases.get(r, {})) | set(expected["releases"].get(r, {}))
+                                   if name != "card quality gate"
+                                   and releases.get(r, {}).get(name) != expected["releases"].get(r, {}).get(name)])
+        point["card_gate_differs"] = sorted(r for r in releases if releases[r].get("card quality gate")
+                                            != expected["releases"].get(r, {}).get("card quality gate"))
+        if point["differs"] and plan.get("keep_differing"):          # for a person to look at
+            shutil.copytree(db.parent, Path(plan["keep_differing"]) / f"point-{number}", symlinks=True)
+        line = json.dumps(point, default=str)
+        with open(plan["log"], "a", encoding="utf-8") as log:       # each point as it ends (a long sweep)
+            log.write(line + "\n")
+        print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="3 points")
+    parser.add_argument("--seed", type=int, default=43)
+    parser.add_argument("--work", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work folder (and a copy of each point whose next night differs, in differing/)")
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    parser.add_argument("--disk", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inside:
+        inside(args)
+        return
+    points = 3 if args.quick else args.points
+    scale = load_nightly_scale()
+    samples = scale.scale.samples_dir()
+    work = (args.work or Path(tempfile.mkdtemp(prefix="caseforge-disk-full-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    refused = namespaces_refused(work / "probe")
+    if refused:
+        raise SystemExit(f"bench: {refused}")
+    env = None
+    try:
+        prefect_home = work / "prefect"
+        replay = work / "replay.jsonl"
+        env = scale.base_env(prefect_home, scale.settings_file(work / "replay.toml", "replay"))
+        env["CASEFORGE_REPLAY_FILE"] = str(replay)
+        scale.start_server(env)
+        say("record pass: the nightly on the samples, answered by the schema test double")
+        (work / "record").mkdir(exist_ok=True)
+        scale.record_answers([("first", work / "record" / "cf.duckdb", samples, None)], work / "record", prefect_home,
+                             replay)
+        say("undisturbed night")
+        reference = work / "reference" / "cf.duckdb"
+        reference.parent.mkdir(parents=True)
+        undisturbed = nightly(reference, samples, env)
+        needs = used_bytes(reference.parent)
+        expected = {"tables": table_digests(reference, ("curated", "eval")),
+                    "releases": releases_digest(reference.parent / "releases")}
+        say(f"undisturbed night: exit {undisturbed['exit']}, {needs / 2**20:.1f} MiB on its disk")
+        draw = random.Random(args.seed)
+        leaves = sorted(draw.randrange(0, int(needs * 0.95)) for _ in range(points))
+        plan = work / "plan.json"
+        plan.write_text(json.dumps({"points": leaves, "samples": str(samples), "expected": expected,
+                                    "log": str(work / "points.jsonl"),
+                                    "keep_differing": str(work / "differing") if args.keep else None, "env": {
+                                        k: env[k] for k in env if k.startswith(("CASEFORGE_", "PREFECT_"))}}))
+        disk = work / "disk"
+        size_mb = int(needs * 1.5 / 2**20) + 64
+        say(f"{points} points, free bytes from {leaves[0]:,} to {leaves[-1]:,}, on a {size_mb} MiB tmpfs")
+        started = time.monotonic()
+        done = in_small_disks([(disk, f"{size_mb}m")], [sys.executable, str(Path(__file__).resolve()), "--inside",
+                                                         "--plan", str(plan), "--disk", str(disk)],
+                              env=env, timeout=24 * 3600)
+        if done.returncode != 0:
+            raise SystemExit(f"bench: the points did not run: {done.stderr[-3000:]}")
+        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        report(results, expected, undisturbed, disk, time.monotonic() - started)
+    finally:
+        if env is not None:
+            scale.stop_server(env)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, seconds: float) -> None:
+    rows, summary = [], {"points": len(results), "failed_naming_the_disk": 0, "nightly_recorded_succeeded": 0,
+                         "warehouse_opens": 0, "partial_visible": 0, "next_night_identical": 0,
+                         "card_quality_gate_differs": 0}
+    for point in results:
+        line = point["failed"]["said"][-1] if point["failed"]["said"] else ""
+        named = point["failed"]["exit"] == 1 and f"no space left on {disk}" in line
+        identical = not point["differs"]
+        summary["failed_naming_the_disk"] += named
+        summary["nightly_recorded_succeeded"] += "succeeded" in point["after_failure"]["nightly"]
+        summary["warehouse_opens"] += point["after_failure"]["opens"] == "yes"
+        summary["partial_visible"] += bool(point["after_failure"]["partial"] or point["after_next"]["partial"])
+        summary["next_night_identical"] += identical
+        summary["card_quality_gate_differs"] += bool(point["card_gate_differs"])
+        stage = line.split(": the disk is full", 1)[0] if "the disk is full" in line else line[:60]
+        rows.append(f"| {point['point']} | {point['free_bytes']:,} | {point['failed']['exit']} | {stage} | "
+                    f"{'yes' if named else 'NO'} | {','.join(point['after_failure']['nightly'])} | "
+                    f"{point['next']['exit']} | {'yes' if identical else 'NO: ' + ', '.join(point['differs'])} | "
+                    f"{point['failed_s']} | {point['next_s']} |")
+    print(f"bench/disk_full_nightly.py: {len(results)} points in {seconds / 60:.0f} minutes; the undisturbed night "
+          f"exited {undisturbed['exit']}")
+    print()
+    print("| point | bytes free | exit | stage named | disk named | nightly recorded | next night exit | "
+          "next night identical | failed night s | next night s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+    print()
+    print(f"The release card's quality-gate section differed after {summary['card_quality_gate_differs']} of "
+          f"{len(results)} points: it reports the batches of the run that last validated each table, and the next "
+          "night validated only what the failed one had not loaded (compared apart; everything else is compared).")
+    print()
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
