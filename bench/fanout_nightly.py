@@ -1,4 +1,4 @@
-"""The nightly on the samples in process and fanned out to GPU-pool workers, deployed the way README "Deploying"
+"""The nightly on the samples in process and fanned out to GPU-pool workers, deployed the way docs/deploying.md
 says, in one run: the ratio (target: fanned out within 1.5x of in process) and where the fanned-out time goes.
 
 What it sets up, in a temporary folder, as a user would: a Prefect server on loopback (`prefect server start`),
@@ -11,8 +11,8 @@ an empty folder with a HOME of its own) and a settings file naming the pool and 
     before  `prefect worker start --pool caseforge-gpu --type process --limit 1`, Prefect's default polling
             (PREFECT_WORKER_QUERY_SECONDS 10), [fanout] as at the issue's filing (min_shard_requests = 1)
     cold    the same worker polling every second, caseforge's [fanout] defaults
-    warm    README's GPU worker: `python -m caseforge.runtime.warm_worker --pool caseforge-gpu`, polling every
-            second, caseforge's [fanout] defaults
+    warm    docs/deploying.md's GPU worker: `python -m caseforge.runtime.warm_worker --pool caseforge-gpu`,
+            polling every second, caseforge's [fanout] defaults
     warm1   the same with min_shard_requests = 1 (a small step spread over the workers)
 
 The models are the packaged llama.cpp ones (`make run`'s), loaded by the nightly's own process in process and by

@@ -1,5 +1,5 @@
 """The file each open run keeps beside the warehouse, so that its end is written even when the disk is full
-(README, "Run states"): `<db dir>/<db name>-runs/open/run-N.json` holds who the run is, padded with
+(docs/nightly.md, "Run states"): `<db dir>/<db name>-runs/open/run-N.json` holds who the run is, padded with
 RESERVE_BYTES of space; when the warehouse cannot take the run's end, the end goes into the file (which gives
 the padding back), and the next start records the run from it (caseforge.run_record)."""
 from __future__ import annotations

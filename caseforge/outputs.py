@@ -1,6 +1,6 @@
 """Where caseforge may write what a user names (a release folder, a replay file, a report folder).
 
-One rule for every command that writes a file (docs/sql.md, "Where outputs may go"):
+One rule for every command that writes a file (docs/configuration.md, "Where outputs may go"):
 
 - no output is the warehouse, its WAL, its temp folder, its "writer waiting" file, its archive of payload
   bodies, its Parquet mirror (the link and its generations) or its run folders, nor lies inside them; an output that replaces a folder as a whole must not hold them either

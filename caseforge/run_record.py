@@ -1,4 +1,4 @@
-"""ops.runs: every run's row, from its start to its true end (README, "Run states"): `succeeded` only when its
+"""ops.runs: every run's row, from its start to its true end (docs/nightly.md, "Run states"): `succeeded` only when its
 work finished and nothing failed, `quarantined` / `failed` when it finished with bad data / failures,
 `interrupted` (SIGINT, SIGTERM) or `cancelled` (a Prefect cancellation) when it was stopped before it finished,
 `failed` with the reason when an exception ended it. A run whose process vanished (SIGKILL, a crash, a reboot)

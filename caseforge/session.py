@@ -164,7 +164,7 @@ def publish_recorded(con: duckdb.DuckDBPyConnection, settings: Settings) -> Stag
     folder = None if is_store_url(mirror.publish) else local_folder(mirror.publish)     # a full disk is named
     try:
         store = open_store(mirror.publish, endpoint_url=mirror.endpoint_url or None)
-        if store.local:                 # a folder: never the warehouse's own files (README "Where outputs may go")
+        if store.local:                 # a folder: never the warehouse's own files (docs/configuration.md)
             check_output_path(store.root, settings, "the published mirror")
         done = publish_mirror(settings.parquet_dir, store, mirror.keep, mirror.check_timeout_s)
         report.add("files_uploaded", len(done.uploaded))

@@ -45,8 +45,8 @@ def env(default, *variables: str, **kwargs):
 
 
 class Settings(BaseSettings):
-    """Everything caseforge runs with. Each field says the environment variable it is read from (README,
-    Configuration); `file` is the settings file."""
+    """Everything caseforge runs with. Each field says the environment variable it is read from
+    (docs/configuration.md); `file` is the settings file."""
 
     # case_sensitive: variables are named exactly; the prefix only keeps a field's own name (read too, since values
     # may be given by field name) out of the variables anyone sets; "_" with one split gathers CASEFORGE_LLM_* into

@@ -104,7 +104,7 @@ class FanoutTable(Table):
 
 
 class MirrorTable(Table):
-    """Publishing the Parquet mirror to a store after each run (README "The Parquet mirror")."""
+    """Publishing the Parquet mirror to a store after each run (docs/configuration.md, "The Parquet mirror")."""
 
     publish: str = ""
     endpoint_url: str = ""

@@ -322,7 +322,7 @@ def _end_unfinished(settings: Settings, night: Night, exc: BaseException) -> Non
 
 def _locations(settings: Settings, result: NightlyResult, release_dir: Path | str,
                releases: dict) -> dict[str, tuple[str, str]]:
-    """Where a person finds what the run made, at the stable places README names (a path as written, not
+    """Where a person finds what the run made, at the stable places docs/configuration.md names (a path as written, not
     resolved through the mirror's link into one of its generations): each release there is (on a store, the
     folder its pointer names), the quality results in the Parquet mirror, and the run's own folder."""
     found = {}

@@ -1,4 +1,4 @@
-"""Hostile documents built in memory for the attack tests (and the measurements quoted in the README): a DOCX
+"""Hostile documents built in memory for the attack tests (and the measurements quoted in docs/configuration.md): a DOCX
 whose word/document.xml inflates to 1 GB from about 1 MB, a HUDOC HTML body of a million tiny paragraphs.
 Nothing here is ever written to the repository; the zip bomb is built without holding its inflated bytes."""
 from __future__ import annotations

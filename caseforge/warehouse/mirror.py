@@ -28,7 +28,7 @@ MIRRORED_OPS_TABLES = ("runs", "nightly_stages", "quality_results", "quarantine"
 MIRROR_MANIFEST = "MIRROR.json"
 
 
-# How the mirror is laid out (README "Everything that belongs to one warehouse"): `<db>-parquet` is a link to
+# How the mirror is laid out (docs/configuration.md, "The Parquet mirror"): `<db>-parquet` is a link to
 # one generation folder `<db>-parquet.d/NNNNNNNN/` holding MIRROR.json and every table's files, so a reader that
 # resolves the link once reads one consistent write; a write builds the next generation under a `.….tmp` name
 # and swaps the link. A table whose rows carry a stamp that every write sets (MIRROR_STAMP_COLUMN, or an

@@ -75,7 +75,7 @@ def write(con: duckdb.DuckDBPyConnection, folder: str | Path) -> Release:
         if not removals:
             raise NothingToRelease("curated.aquaechr_qa has no pairs: run `caseforge build aquaechr` first")
         removed = ", ".join(f"{reason} {n}" for reason, n in removals)
-        hint = "; the judge removed them as low quality (README, Releases: a judge model that can score them)" \
+        hint = "; the judge removed them as low quality (docs/releases.md: a judge model that can score them)" \
             if any(reason == "low_quality" for reason, _ in removals) else ""
         raise NothingToRelease(f"curated.aquaechr_qa keeps none of its {sum(n for _, n in removals)} pairs "
                                f"(removed: {removed}){hint}")

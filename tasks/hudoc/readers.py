@@ -4,8 +4,8 @@ Class names in the HTML are hashes that change between documents, so the style f
 the CSS they point to (font size, keep-with-next), never from the names themselves.
 
 The HTML goes through lxml's HTML parser directly, reading every body as BeautifulSoup would
-(tests/samples/test_hudoc_html_reader.py compares it with the reader frozen in bench/reference/; README
-Benchmarks says what it costs), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
+(tests/samples/test_hudoc_html_reader.py compares it with the reader frozen in bench/reference/; docs/benchmarks.md
+says what it costs), so a few BeautifulSoup habits are kept on purpose: text inside <style>, <script>,
 <template>, <rt> and <rp> is not body text, and a run of ASCII whitespace between tags counts as one space or
 one line break (except inside <pre> and <textarea>).
 

@@ -1,7 +1,7 @@
-"""A real Prefect server on loopback, shared by the server and UI tests: started by README's command ("Watching
-runs in the Prefect UI", run as written on a free port), its own PREFECT_HOME and SQLite database in a temporary
-folder, a process work pool, the nightly deployment from deployments/prefect.yaml (parameters pointed at real
-samples and a temporary warehouse), a worker, and one flow run; and one headless browser (Playwright driving
+"""A real Prefect server on loopback, shared by the server and UI tests: started by the command of docs/deploying.md
+("Watching runs in the Prefect UI", run as written on a free port), its own PREFECT_HOME and SQLite database in a
+temporary folder, a process work pool, the nightly deployment from deployments/prefect.yaml (parameters pointed at
+real samples and a temporary warehouse), a worker, and one flow run; and one headless browser (Playwright driving
 Debian's chromium-headless-shell) for the UI tests."""
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import yaml
+from doc_pages import read
 from oyez_subset import link_oyez_subset
 from s3_server import stop_process_group
 
@@ -94,21 +95,23 @@ class PrefectServer:
                 process.wait(timeout=10)
 
 
-README_UI_BLOCK = re.compile(r"<!-- docs-test: prefect-ui -->\n+```bash\n(?P<body>.*?)```", re.S)
-README_UI_PORT = "4200"
+UI_PAGE = "docs/deploying.md"            # "Watching runs in the Prefect UI"
+UI_BLOCK = re.compile(r"<!-- docs-test: prefect-ui -->\n+```bash\n(?P<body>.*?)```", re.S)
+UI_PORT = "4200"
 
 
-def readme_ui_command(port: int) -> str:
-    """README's command that serves a working UI for caseforge's runs, on `port` instead of 4200."""
-    block = README_UI_BLOCK.search((PROJECT_ROOT / "README.md").read_text(encoding="utf-8"))
-    assert block is not None, "README has no docs-test: prefect-ui block"
-    assert block["body"].count(README_UI_PORT) == 2, block["body"]
-    return block["body"].replace(README_UI_PORT, str(port))
+def documented_ui_command(port: int) -> str:
+    """The documented command that serves a working UI for caseforge's runs, on `port` instead of 4200."""
+    block = UI_BLOCK.search(read(UI_PAGE))
+    assert block is not None, f"{UI_PAGE} has no docs-test: prefect-ui block"
+    assert block["body"].count(UI_PORT) == 2, block["body"]
+    return block["body"].replace(UI_PORT, str(port))
 
 
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
-    """README's UI command, run as written (bash, from the project's root) but for its port."""
+    """The documented UI command (docs/deploying.md), run as written (bash, from the project's root) but for its
+    port."""
     home = tmp_path_factory.mktemp("prefect_home")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -124,7 +127,7 @@ def prefect_server(tmp_path_factory):
     server = PrefectServer(url, {**env, "PREFECT_API_URL": f"{url}/api"}, home)
     started = time.monotonic()
     log = (home / "server.log").open("w")
-    process = subprocess.Popen(["bash", "-c", readme_ui_command(port)], cwd=PROJECT_ROOT, env=env, stdout=log,
+    process = subprocess.Popen(["bash", "-c", documented_ui_command(port)], cwd=PROJECT_ROOT, env=env, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
     server.processes.append(process)
     try:

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from doc_pages import block_after
 from oyez_subset import link_oyez_subset
 
 pytestmark = [pytest.mark.samples, pytest.mark.slow]
@@ -136,11 +137,10 @@ def test_an_export_that_uploads_nothing_says_so(loaded, monkeypatch, capsys):
     assert "scotus release unchanged" in out and "nothing uploaded" in out and "written to" not in out, out
 
 
-def test_the_readmes_bucket_command_makes_buckets_a_read_only_identity_cannot_write(s3_server, tmp_path):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    after = readme.index("**The buckets, and who may read them.**")
-    block = readme[readme.index("```bash\n", after) + len("```bash\n"):]
-    [command] = [line for line in block[:block.index("```")].splitlines() if line.strip()]
+def test_the_documented_bucket_command_makes_buckets_a_read_only_identity_cannot_write(s3_server, tmp_path):
+    """docs/deploying.md, "The buckets, and who may read them": its command, run as written."""
+    block = block_after("docs/deploying.md", "**The buckets, and who may read them.**")
+    [command] = [line for line in block.splitlines() if line.strip()]
     (tmp_path / ".venv").symlink_to(Path(__file__).resolve().parents[2] / ".venv")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **s3_server.env()}
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -154,16 +154,13 @@ def test_the_readmes_bucket_command_makes_buckets_a_read_only_identity_cannot_wr
 
 
 def test_the_documented_prefect_server_start_sends_no_telemetry(tmp_path):
-    """README, Deploying, step 1, run as written (host and port replaced by a free loopback one, the checkout's
-    .venv), in an environment without any telemetry setting: the server's telemetry service stays off, so a server
-    with no way out logs no `Failed to send telemetry`."""
+    """docs/deploying.md, Deploying, step 1, run as written (host and port replaced by a free loopback one, the
+    checkout's .venv), in an environment without any telemetry setting: the server's telemetry service stays off, so
+    a server with no way out logs no `Failed to send telemetry`."""
     import httpx
     from s3_server import stop_process_group
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    after = readme.index("**1. Start the server**")
-    block = readme[readme.index("```bash\n", after) + len("```bash\n"):]
-    command = block[:block.index("\n")]
+    command = block_after("docs/deploying.md", "**1. Start the server**").splitlines()[0]
     port = free_port()
     command = command.replace("--host 0.0.0.0 --port 4200", f"--host 127.0.0.1 --port {port}")
     assert "prefect server start" in command and str(port) in command

@@ -4,7 +4,7 @@ server`, a real S3-compatible server (SeaweedFS, tests/s3_server.py), deployment
 pool standing in for the GPU pool with the llm-shard deployment from deployments/prefect.yaml, two process
 workers each started in an empty folder of its own with a HOME of its own (no settings file, no project
 folder: only the API URL, the store's credentials and its own model endpoint), one `prefect worker start`, one
-the warm worker README recommends (caseforge.runtime.warm_worker), and a real pipeline step
+the warm worker docs/deploying.md recommends (caseforge.runtime.warm_worker), and a real pipeline step
 (CaseFacts' factuality check, over 200 claims in 4 shards through s3://) whose `openai` backend talks to a
 scripted server double (a named test double: the point is the data plane).
 
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from doc_pages import read
 from oyez_subset import link_oyez_subset
 
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
@@ -88,8 +89,8 @@ def project_files() -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def setup_sh(prefect_server):
-    """deployments/setup.sh as the README says to run it, with the GPU pool of type kubernetes and the pods' shard
-    store, and neither the venv's prefect nor its python on PATH: it must find them itself."""
+    """deployments/setup.sh as docs/deploying.md says to run it, with the GPU pool of type kubernetes and the pods'
+    shard store, and neither the venv's prefect nor its python on PATH: it must find them itself."""
     env = {k: v for k, v in prefect_server.env.items() if k not in ("PREFECT", "PYTHON", "VIRTUAL_ENV")}
     env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes", CASEFORGE_FANOUT_STORE=K8S_STORE)
     done = subprocess.run(["bash", "deployments/setup.sh"], cwd=PROJECT_ROOT, env=env, capture_output=True,
@@ -117,10 +118,9 @@ def test_setup_sh_finds_the_venvs_prefect_and_makes_the_kubernetes_pool_with_the
     assert zombie["actions"][0]["type"] == "change-flow-run-state" and zombie["actions"][0]["state"] == "CRASHED"
 
 
-def readme_gpu_worker() -> str:
-    """README's `prefect worker start` for the GPU pool, as written (step 4 of Deploying)."""
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.findall(r"`(prefect worker start --pool caseforge-gpu[^`]*)`", readme)
+def documented_gpu_worker() -> str:
+    """docs/deploying.md's `prefect worker start` for the GPU pool, as written (step 4 of Deploying)."""
+    found = re.findall(r"`(prefect worker start --pool caseforge-gpu[^`]*)`", read("docs/deploying.md"))
     assert found and all("--limit" in command for command in found), found   # never every shard at once
     [command] = [command for command in found if command.endswith("--limit 1")]    # one per GPU
     return command
@@ -130,7 +130,7 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
                  queues: tuple[str, ...] = ("default",)) -> subprocess.Popen:
     """A process worker in an empty folder with a HOME of its own: it gets the API URL, the store's
     credentials and its model endpoint, nothing of the orchestrator's (no CASEFORGE_* settings, no project
-    folder as its working directory). `warm`: README's GPU worker, caseforge.runtime.warm_worker."""
+    folder as its working directory). `warm`: docs/deploying.md's GPU worker, caseforge.runtime.warm_worker."""
     for folder in (home / "home", home / "tmp"):
         folder.mkdir(parents=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home / "home"), "TMPDIR": str(home / "tmp"),
@@ -140,7 +140,7 @@ def start_worker(server, name: str, home: Path, extra_env: dict, warm: bool = Fa
            "PREFECT_LOGGING_LEVEL": "INFO", "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
     log = (server.home / f"{name}.log").open("w")
     command = ([sys.executable, "-m", "caseforge.runtime.warm_worker", "--pool", POOL] if warm else
-               [sys.executable, "-m", *readme_gpu_worker().replace("caseforge-gpu", POOL).split()])
+               [sys.executable, "-m", *documented_gpu_worker().replace("caseforge-gpu", POOL).split()])
     process = subprocess.Popen([*command, "--name", name, *(f"--work-queue={q}" for q in queues)],
                                cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server.processes.append(process)
@@ -152,8 +152,8 @@ def gpu_pool(prefect_server, setup_sh, deployment_file, s3_server, tmp_path_fact
     """The test pool with the llm-shard deployment of deployments/prefect.yaml (its own pull steps and job
     environment kept), once as llm-shard/gpu and once as llm-shard/warm on the pool's queue `warm`, and two
     process workers (one flow run at a time each, polling every second): gpu-worker-a is `prefect worker start`,
-    gpu-worker-b the warm worker README recommends, which alone also takes runs of the queue `warm`; stopped when
-    the module ends. Yields (server, workers, the workers' folders, the model double, its script)."""
+    gpu-worker-b the warm worker docs/deploying.md recommends, which alone also takes runs of the queue `warm`;
+    stopped when the module ends. Yields (server, workers, the workers' folders, the model double, its script)."""
     server = prefect_server
     work = tmp_path_factory.mktemp("fanout_deploy")
     started = time.monotonic()

@@ -40,7 +40,7 @@ def test_nightly_deployment_runs_on_a_real_server(samples_dir, prefect_server, n
                                                          "casefacts, which failed tonight")
     assert "data:image/png;base64," in artifacts["nightly-plots"]["data"]
 
-    locations = artifacts["nightly-locations"]["data"]            # text to copy, at README's stable places
+    locations = artifacts["nightly-locations"]["data"]            # text to copy, where docs/configuration.md says
     assert "file://" not in locations and "-parquet.d/" not in locations, locations
     assert "-parquet/ops/quality_results.parquet`" in locations and "/releases/scotus`" in locations, locations
     assert not [a for a in artifacts.values() if a["type"] == "link"], sorted(artifacts)

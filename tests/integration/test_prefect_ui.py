@@ -1,10 +1,10 @@
-"""The Prefect UI tells the night's story (issue 45), read in a real browser (Playwright driving Debian's
-chromium-headless-shell) on the loopback server README's UI command serves (conftest runs it as written), after the
-nightly on real samples with a failed builder and skipped exports: the runs page shows `nightly-<id>`; the run's
+"""The Prefect UI tells the night's story (issue 45), read in a real browser (Playwright driving Debian's chromium-
+headless-shell) on the loopback server docs/deploying.md's UI command serves (conftest runs it as written), after
+the nightly on real samples with a failed builder and skipped exports: the runs page shows `nightly-<id>`; the run's
 timeline lists every stage of the summary, the failed one Failed, the skipped ones Completed; the failed stage's
 page shows its one line; the summary is the first artifact; the problems artifact's first row shows the value beside
-its rule within 1,440 pixels; no console error from caseforge's artifacts; and what README says the V1 and V2 UIs
-request outside the server. Screenshots are kept in out/ci-artifacts/ for a person to look at."""
+its rule within 1,440 pixels; no console error from caseforge's artifacts; and what docs/deploying.md says the V1
+and V2 UIs request outside the server. Screenshots are kept in out/ci-artifacts/ for a person to look at."""
 import json
 import os
 import re
@@ -120,8 +120,8 @@ def test_the_ui_tells_the_nightlys_story(prefect_server, nightly_flow_run, night
 
 def test_the_ui_prefect_serves_requests_nothing_outside_and_v2_only_amplitudes_configuration(prefect_server,
                                                                                             browsing):
-    """README "What the V2 UI sends where": with its command (analytics off, V1 at /), the V1 pages ask nothing
-    of any other host; V2 asks Amplitude's configuration host and posts no analytics event."""
+    """docs/deploying.md "What the V2 UI sends where": with its command (analytics off, V1 at /), the V1 pages ask
+    nothing of any other host; V2 asks Amplitude's configuration host and posts no analytics event."""
     page = browsing.page
     for path in ("/", "/runs"):
         page.goto(f"{prefect_server.url}{path}")

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chat_server_double import ChatServerDouble
+from doc_pages import read
 from harness_runs import (DATASETS, HARNESS_BIN, PROJECT_ROOT, TIMINGS, any_answer, dated_ids, harness_env,
                           inspect_eval, inspect_log, lm_eval, lm_eval_folder, lm_eval_results, positions, timed,
                           timings)  # noqa: F401  (timings: the module's report)
@@ -170,7 +171,8 @@ MARKED = re.compile(r"<!-- docs-test: (?P<kind>[\w-]+) (?P<name>[\w-]+) -->\n+``
 def test_the_two_commands_of_docs_evaluate_run_as_written(harness_releases, tmp_path):
     """Every block of the page's walk-through, copied from the page: `vllm serve` stands in for a GPU machine and is
     replaced by the recorded-answers server (its URL for http://gpu-box:8000/v1), the viewer gets a free port; the
-    commands run beside a copy of the CaseFacts release where the nightly writes it. README shows the same two."""
+    commands run beside a copy of the CaseFacts release where the nightly writes it. docs/releases.md shows the same
+    two."""
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index(SECTION):]
     section = section[:section.index("\n## ", 1)]
@@ -178,9 +180,9 @@ def test_the_two_commands_of_docs_evaluate_run_as_written(harness_releases, tmp_
     assert len(found) == section.count("```") // 2, "a fenced block of the walk-through has no docs-test marker"
     assert [(b["kind"], b["name"]) for b in found] == [("stand-in", "vllm"), ("run", "inspect"), ("run", "lm-eval"),
                                                       ("serve", "inspect-view")]
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    releases = read("docs/releases.md")                # "Evaluating a model on a release"
     for block in found[1:3]:
-        assert block["body"].splitlines()[-1] in readme, f"README does not show the {block['name']} command"
+        assert block["body"].splitlines()[-1] in releases, f"docs/releases.md lacks the {block['name']} command"
     shutil.copytree(harness_releases.releases["casefacts"], tmp_path / "data" / "caseforge-releases" / "casefacts")
     port = free_port()
     with ChatServerDouble(any_answer) as double:

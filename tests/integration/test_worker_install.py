@@ -2,8 +2,8 @@
 shards the `openai` backend answers: in a child process that can import only the distributions those packages
 install (and the standard library and caseforge), the worker's modules load and a shard is answered through
 s3:// on the real S3-compatible test server (SeaweedFS), against the scripted OpenAI-compatible server double.
-llama.cpp and torch are not among them. (The install itself, in a fresh venv, is measured by hand: README,
-Deploying.)"""
+llama.cpp and torch are not among them. (The install itself, in a fresh venv, is measured by hand:
+docs/deploying.md.)"""
 from __future__ import annotations
 
 import re

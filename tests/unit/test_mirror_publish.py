@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from doc_pages import block_after
 
 from caseforge.settings import load_settings, overriding
 from caseforge.store import StoreError, open_store
@@ -317,21 +318,18 @@ def test_a_prefix_holding_anything_else_is_refused_before_any_upload(warehouse, 
     assert store.list() == ["data/notes.csv"]
 
 
-def test_the_readmes_duckdb_polars_and_pandas_readers_read_every_row(warehouse, s3_env, monkeypatch):
-    """README "Publishing the mirror": its block, run as written, with the read-only identity."""
+def test_the_documented_duckdb_polars_and_pandas_readers_read_every_row(warehouse, s3_env, monkeypatch):
+    """docs/configuration.md "Publishing the mirror": its block, run as written, with the read-only identity."""
     settings, con = warehouse
     _fill(con, "v1", paragraphs=7)
     export_curated_parquet(con, settings.parquet_dir)
     url = _prefix(s3_env)
     publish_mirror(settings.parquet_dir, open_store(url))
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    after = readme.index("Plain DuckDB, polars and pandas read the same files")
-    block = readme[readme.index("```python\n", after) + len("```python\n"):]
-    block = block[:block.index("```")]
+    block = block_after("docs/configuration.md", "Plain DuckDB, polars and pandas read the same files", "python")
     for name, value in s3_env.env(s3_env.ro).items():
         monkeypatch.setenv(name, value)
     names = {"MIRROR": url}
-    exec(compile(block, "README.md", "exec"), names)              # noqa: S102 - the README's own example
+    exec(compile(block, "docs/configuration.md", "exec"), names)  # noqa: S102 - the page's own example
     assert names["cases"] == 1
     assert names["legacy"]["name"].to_list() == ["v1"]
     assert len(names["paragraphs"]) == 7 and set(names["paragraphs"]["text"]) == {"v1"}

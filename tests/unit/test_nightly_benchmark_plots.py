@@ -83,8 +83,8 @@ def test_the_summary_embeds_every_plot_and_says_where_things_are(tmp_path):
     for name in BENCHMARK_PLOTS:
         assert f"({name}.png)" in summary, name
         assert (result.run_dir / f"{name}.png").read_bytes().startswith(PNG)
-    # paths to copy, at the places README names: no file:// link a browser refuses, and the mirror's own path,
-    # not the generation folder its link points at tonight (issue 45)
+    # paths to copy, at the places docs/configuration.md names: no file:// link a browser refuses, and the mirror's
+    # own path, not the generation folder its link points at tonight (issue 45)
     assert "## Where things are" in summary and "file://" not in summary
     assert f"`{(tmp_path / 'releases' / 'casefacts').absolute()}`" in summary
     assert f"`{settings.parquet_dir.absolute() / 'ops' / 'quality_results.parquet'}`" in summary

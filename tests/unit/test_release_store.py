@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from doc_pages import block_after
 
 from caseforge.cli import main
 from caseforge.flows import nightly_runner
@@ -126,24 +127,22 @@ def test_datasets_and_polars_read_a_release_straight_from_the_store(warehouse, p
     assert sorted(jsonl["name"].to_list()) == sorted(c[1] for c in CASES)
 
 
-def test_the_readmes_release_reader_reads_every_record(warehouse, prefix, s3_env, monkeypatch):
-    """README "Releases on a store": its block, run as written, its two placeholders (the endpoint and the release
-    URL) set to this server's, credentials from the environment as the block says."""
+def test_the_documented_release_reader_reads_every_record(warehouse, prefix, s3_env, monkeypatch):
+    """docs/releases.md "Releases on a store": its block, run as written, its two placeholders (the endpoint and the
+    release URL) set to this server's, credentials from the environment as the block says."""
     import re
 
     url = f"{prefix}/scotus"
     assert export(warehouse, url) == 0
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    after = readme.index("Readers follow the pointer, then read the files straight from the store")
-    block = readme[readme.index("```python\n", after) + len("```python\n"):]
-    block = block[:block.index("```")]
+    block = block_after("docs/releases.md", "Readers follow the pointer, then read the files straight from the store",
+                        "python")
     block, endpoints = re.subn(r'^endpoint = "[^"]*"', f'endpoint = "{s3_env.endpoint_url}"', block, flags=re.M)
     block, bases = re.subn(r'^base = "[^"]*"', f'base = "{url}"', block, flags=re.M)
     assert endpoints == bases == 1, block
     for name, value in s3_env.env(s3_env.ro).items():
         monkeypatch.setenv(name, value)
     names: dict = {}
-    exec(compile(block, "README.md", "exec"), names)              # noqa: S102 - the README's own example
+    exec(compile(block, "docs/releases.md", "exec"), names)       # noqa: S102 - the page's own example
     assert sorted(names["rows"]["case_id"]) == sorted(c[0] for c in CASES)
     assert sorted(names["frame"]["case_id"].to_list()) == sorted(c[0] for c in CASES)
 

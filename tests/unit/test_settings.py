@@ -116,7 +116,8 @@ def test_the_tables_name_the_backends_and_roles_there_are():
 
 
 def test_every_variable_is_documented():
-    """README "Configuration" (or a page of docs/) names every variable a field of Settings is read from."""
+    """docs/configuration.md (or another page of docs/, or README) names every variable a field of Settings is read
+    from."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]

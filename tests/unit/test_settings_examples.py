@@ -61,7 +61,7 @@ def _fresh(monkeypatch, tmp_path):
 
 
 def test_the_pages_have_settings_examples():
-    assert {name.split("#")[0] for name, _ in EXAMPLES} >= {"README.md", "docs/llm.md"} and len(EXAMPLES) >= 5
+    assert {name.split("#")[0] for name, _ in EXAMPLES} >= {"docs/deploying.md", "docs/llm.md"} and len(EXAMPLES) >= 5
 
 
 @pytest.mark.parametrize("name, body", EXAMPLES, ids=[name for name, _ in EXAMPLES])

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 TASK = "casefacts"
 LLM_SYSTEMS = ("closed-book", "retrieve-verify", "case")
 SYSTEMS = retrieval.RETRIEVAL_SYSTEMS + LLM_SYSTEMS
-# BM25 and QLM on Snowball (Porter2) stems by default, as the usual toolkits' "BM25" baseline row (README,
+# BM25 and QLM on Snowball (Porter2) stems by default, as the usual toolkits' "BM25" baseline row (docs/scoring.md,
 # "CaseFacts evaluation choices", says why and what it changes). `--stemmer none` for surface forms.
 DEFAULT_STEMMER = "english"
 LEXICAL = ("bm25", "qlm", "hybrid")
