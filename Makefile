@@ -84,8 +84,11 @@ run: setup
 	"is above; 130, 143: stopped by Ctrl-C, SIGTERM)" >&2; fi; \
 	exit $$code
 
+# The suite on TEST_WORKERS pytest-xdist workers; the tests that share a server started once per session go to one
+# worker (tests/conftest.py, SHARED_SERVERS), so that server starts once.
+TEST_WORKERS ?= 3
 test: setup setup-review setup-harness
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
 test-smollm: setup

@@ -58,6 +58,22 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
 
 
+# `make test` runs the suite on several pytest-xdist workers (`-n`, `--dist loadgroup`): each worker is a process
+# of its own, with its own session fixtures. The tests that share a server started once per session (the first
+# fixture of a row that a test uses, directly or through others) are sent to one worker, so that server starts once.
+SHARED_SERVERS = (("label_studio", "label-studio"), ("prefect_server", "prefect-server"),
+                  ("harness_releases", "harness-releases"), ("shared_server_cli_env", "cli-prefect-server"),
+                  ("s3_server", "seaweedfs"))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        group = next((name for fixture, name in SHARED_SERVERS if fixture in used), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Prefect stops its temporary API server at interpreter exit and says so on the "prefect"
     logger, whose console handler may still hold a capture stream pytest has closed by then."""

@@ -28,7 +28,7 @@ from caseforge.warehouse.published import PublishedMirror, find_published
 
 # The ad-hoc query connection (open_for_query): the warehouse and its own mirror, nothing else. DuckDB's
 # own settings do it, then lock_configuration so no statement can set them back: COPY TO, EXPORT, ATTACH,
-# read_text/read_csv/glob, INSTALL/LOAD and SET/RESET are all refused (tests/unit/test_query_sandbox.py).
+# read_text/read_csv/glob, INSTALL/LOAD and SET/RESET are all refused (tests/integration/test_query_sandbox.py).
 QUERY_SANDBOX = {
     "enable_external_access": False,        # no file or URL but the database itself; no ATTACH, no COPY TO
     "autoinstall_known_extensions": False,  # no download of an extension a query names

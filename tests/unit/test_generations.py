@@ -2,7 +2,7 @@
 way (caseforge.generations: one pointer, current.json, in one format, written last; pruning; foreign prefixes
 refused), and what an earlier caseforge wrote stays readable: a mirror's CURRENT.json with whole-number
 generations, a release's four-field current.json. Folder stores on this machine: no server (the S3 side of both
-is tests/unit/test_mirror_publish.py and tests/unit/test_release_store.py)."""
+is tests/integration/test_mirror_publish.py and tests/integration/test_release_store.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -126,7 +126,7 @@ def test_the_aquaechr_filter_renders_the_judge_card_beside_its_unchanged_f1(tmp_
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_aquaechr_eval_filter import GOLD, ScriptedJudgeDouble
+    from aquaechr_support import GOLD, ScriptedJudgeDouble
 
     from caseforge.llm.backends.replay import export_replay
     from caseforge.settings import load_settings

@@ -1,41 +1,9 @@
 """Judge–expert agreement: F1 and confusion matrices on a hand-made gold CSV with a scripted judge."""
-import json
-from pathlib import Path
-
 import pytest
+from aquaechr_support import GOLD, ScriptedJudgeDouble
 
-from caseforge.llm.types import Completion
 from caseforge.tasks.aquaechr.eval.judge_agreement import Confusion, agreement, evaluate, read_gold
 from caseforge.warehouse.connection import connect
-
-GOLD = Path(__file__).resolve().parent.parent / "fixtures" / "aquaechr" / "filter_gold.csv"
-
-# what the scripted judge answers per question (first words), chosen so the expected F1 is known:
-JUDGE_SCORES = {
-    "What makes": (5, 5, 5),      # gold high,high,high            → TN,TN,TN ; overall TN
-    "Which duties": (2, 4, 5),    # gold comp low                  → comp TP ; overall TP
-    "When must": (4, 4, 4),       # gold conc low, judge misses    → conc FN ; overall FN
-    "How strictly": (2, 3, 3),    # gold 3,3,2 all low             → TP,TP,TP ; overall TP
-    "What role": (3, 5, 5),       # gold all high, judge comp low  → comp FP ; overall FP
-    "Which criteria": (4, 4, 4),  # all high                       → TN ; overall TN
-}
-
-
-class ScriptedJudgeDouble:
-    name = "scripted-judge-double"
-    model = "double-judge"
-    batch_size = 8
-
-    def complete_batch(self, requests):
-        out = []
-        for request in requests:
-            user = next(m["content"] for m in request.messages if m["role"] == "user")
-            question = user.split("\n")[0].removeprefix("Question: ")
-            c, k, f = next(v for prefix, v in JUDGE_SCORES.items() if question.startswith(prefix))
-            out.append(Completion(text=json.dumps({"analysis": "checked", "comprehensiveness": c,
-                                                   "conciseness": k, "answer_fluency": f})))
-        return out
-
 
 def test_f1_and_confusion_per_dimension(db_path):
     result = evaluate(connect(db_path), ScriptedJudgeDouble(), read_gold(GOLD), threshold=3, convention="caseforge")
