@@ -120,6 +120,9 @@ class Settings(BaseSettings):
     wenshu_doc_url: str = env("", "CASEFORGE_WENSHU_DOC_URL")
     # the Label Studio API token of `caseforge review` (else [review] token of the settings file); never logged
     review_token: SecretStr = env(SecretStr(""), "CASEFORGE_REVIEW_TOKEN")
+    # the first user of the Label Studio that `make review-server` starts (caseforge.review.server)
+    review_user: str = env("", "CASEFORGE_REVIEW_USER")
+    review_password: SecretStr = env(SecretStr(""), "CASEFORGE_REVIEW_PASSWORD")
 
     # --- Prefect ---
     # Checked by caseforge.runtime.local_server, which says what it expects: local | ephemeral; seconds above 0.

@@ -113,7 +113,14 @@ def _written_near(args: argparse.Namespace):
     """A path on the disk the command writes (its --out, else its warehouse), to name a full disk by."""
     from pathlib import Path
 
-    where = getattr(args, "out", None) or getattr(args, "db", None) or os.environ.get("CASEFORGE_DB")
+    where = getattr(args, "out", None) or getattr(args, "db", None)
+    if where is None:
+        from caseforge.settings import read_settings
+
+        try:
+            where = read_settings().db_path         # the warehouse the settings name (CASEFORGE_DB, else the default)
+        except Exception:                           # noqa: BLE001  (settings that cannot be read name no disk)
+            return None
     return Path(where) if where and "://" not in str(where) else None
 
 

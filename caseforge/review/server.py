@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from caseforge.settings import PROJECT_ROOT
+from caseforge.settings import PROJECT_ROOT, read_settings
 
 REVIEW_VENV = PROJECT_ROOT / ".venv-review"
 
@@ -60,16 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default="data/label-studio", help="its database and files (default %(default)s)")
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args(argv)
-    missing = [v for v in ("CASEFORGE_REVIEW_USER", "CASEFORGE_REVIEW_PASSWORD", "CASEFORGE_REVIEW_TOKEN")
-               if not os.environ.get(v)]
+    settings = read_settings()
+    first_user = {"CASEFORGE_REVIEW_USER": settings.review_user,
+                  "CASEFORGE_REVIEW_PASSWORD": settings.review_password.get_secret_value(),
+                  "CASEFORGE_REVIEW_TOKEN": settings.review_token.get_secret_value()}
+    missing = [name for name, value in first_user.items() if not value]
     if missing:
         print(f"caseforge: set {', '.join(missing)} (the first user's e-mail, password and API token)", file=sys.stderr)
         return 2
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        command = start_command(data_dir, args.port, os.environ["CASEFORGE_REVIEW_USER"],
-                                os.environ["CASEFORGE_REVIEW_PASSWORD"], os.environ["CASEFORGE_REVIEW_TOKEN"])
+        command = start_command(data_dir, args.port, *first_user.values())
     except FileNotFoundError as exc:
         print(f"caseforge: {exc}", file=sys.stderr)
         return 2
