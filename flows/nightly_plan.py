@@ -21,7 +21,8 @@ from caseforge.stage_report import StageReport
 from caseforge.store import StoreError
 from caseforge.warehouse.statements import run_sql
 
-KINDS = ("source", "source health", "builder", "evaluation", "review", "export")       # the kinds of today's plan, in the order they run
+# the kinds of today's plan, in the order they run
+KINDS = ("source", "source health", "builder", "evaluation", "review", "export")
 NOT_REBUILT = ("source", "source health", "publish")     # kinds that rebuild nothing when they run
 
 

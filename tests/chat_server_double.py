@@ -1,7 +1,9 @@
 """ChatServerDouble: a test double of an OpenAI-compatible chat server on loopback, answering from a recorded answer
 set. `answer(messages)` gives the reply to a request's messages, or None for a prompt the set has no answer for: the
 double then answers 400 with the prompt's first line, so a harness that sends a prompt caseforge would not have sent
-fails instead of being scored. Every request's messages are kept (`asked`)."""
+fails instead of being scored. Every request's messages are kept (`asked`). It serves the model names in `models`
+(its `/v1/models` lists them, each answer names the one asked for) and answers 404 for any other, as vLLM does, so
+caseforge's check of the model that served (caseforge.llm.backends.served) sees what it would see on a real server."""
 from __future__ import annotations
 
 import json
@@ -11,8 +13,9 @@ from typing import Callable
 
 
 class ChatServerDouble:
-    def __init__(self, answer: Callable[[list[dict]], str | None]):
+    def __init__(self, answer: Callable[[list[dict]], str | None], models: tuple[str, ...] = ("double",)):
         self.answer = answer
+        self.models = tuple(models)
         self.asked: list[list[dict]] = []
         self.refused: list[list[dict]] = []
         self.lock = threading.Lock()
@@ -31,10 +34,14 @@ class ChatServerDouble:
                 self.wfile.write(data)
 
             def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": "double", "object": "model"}]})
+                self._send(200, {"object": "list", "data": [{"id": name, "object": "model"} for name in double.models]})
 
             def do_POST(self):
                 request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if request.get("model") not in double.models:
+                    self._send(404, {"error": {"message": f"The model `{request.get('model')}` does not exist.",
+                                               "type": "NotFoundError"}})
+                    return
                 messages = [{"role": m["role"], "content": m["content"]} for m in request["messages"]]
                 text = double.answer(messages)
                 with double.lock:
@@ -45,7 +52,7 @@ class ChatServerDouble:
                                                "type": "invalid_request_error"}})
                     return
                 self._send(200, {"id": "double", "object": "chat.completion", "created": 0,
-                                 "model": request.get("model", "double"),
+                                 "model": request["model"],
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                               "finish_reason": "stop"}],
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})

@@ -345,10 +345,11 @@ def harness_releases(samples_dir, tmp_path_factory):
     return built
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for the UI tests (tests/browser.py). Skipped when absent, except in CI (.ci/run
-    installs it)."""
+    """One headless Chromium for a module's UI tests (tests/browser.py). Skipped when absent, except in CI (.ci/run
+    installs it). Per module: Playwright's event loop runs on the test thread while it is open, and a later test that
+    starts a loop of its own there (asyncio.run) would be refused."""
     from browser import browser_missing, headless_browser
 
     missing = browser_missing()

@@ -1,6 +1,6 @@
 """Upstream answers are untrusted: a URL taken from an answer or a redirect is requested only on a host the
 settings name for that source; a body is size-checked while it streams; a request has an overall deadline.
-Real loopback servers (tests/unit/upstream_doubles.py), no network; each test ends within seconds."""
+Real loopback servers (tests/upstream_doubles.py), no network; each test ends within seconds."""
 import json
 
 import httpx

@@ -39,7 +39,7 @@ def test_the_ui_tells_the_nightlys_story(prefect_server, nightly_flow_run, night
     server, run, page = prefect_server, nightly_flow_run, browsing.page
     summary = nightly_artifacts["nightly-summary"]
     run_id = int(re.match(r"Nightly run (\d+):", summary["description"])[1])
-    stages = {f"{row['stage']}-{row['name']}": row["status"] for row in _rows(summary)}
+    stages = {f"{row['stage']}-{row['name']}".replace(" ", "-"): row["status"] for row in _rows(summary)}   # Stage.task_name
     task_runs = {t["name"]: t for t in server.api("POST", "/task_runs/filter", json={
         "flow_runs": {"id": {"any_": [run["id"]]}}}).json()}
     failed = [name for name, status in stages.items() if status in ("failed", "quarantined")]

@@ -188,7 +188,8 @@ def both_ways(harness_releases, tmp_path_factory):
     claims = casefacts_answers(double, harness_releases, work)
     aquaechr_answers(double, harness_releases)
     casegen_answers(double, harness_releases)
-    with ChatServerDouble(double) as server:
+    served = ("double", "double-casefacts", "double-aquaechr", "double-nli", "double-llama-judge", "double-qwen-drafter")
+    with ChatServerDouble(double, models=served) as server:
         started = time.monotonic()
         caseforge = caseforge_eval_metrics(harness_releases, work, server.base_url, claims)
         TIMINGS["caseforge eval, three benchmarks (plain steps)"] = round(time.monotonic() - started, 1)

@@ -18,6 +18,7 @@ Prefect server of the session: one command's start-up waits on the others' less 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import errno
 import json
 import os
@@ -308,7 +309,8 @@ def prefect_states(env: dict, db: Path) -> dict[str, object]:
     --db) and of their task runs. Not by name: a run is named for its run id (`nightly-1`, `nightly-1
     source-hudoc`), the same in every warehouse that has one."""
     server = json.loads((Path(env["PREFECT_HOME"]) / "caseforge-server" / "server.json").read_text())
-    return asyncio.run(_run_states(server["api_url"], db))
+    with ThreadPoolExecutor(1) as thread:     # a loop of its own, whatever runs on this thread (Playwright's does)
+        return thread.submit(asyncio.run, _run_states(server["api_url"], db)).result()
 
 
 EXPECTED_RUN = {"ingest": ("ingest", "hudoc"), "builder": ("build", "casegen")}

@@ -5,7 +5,7 @@ from pydantic import BaseModel
 
 from caseforge.llm import LLMRequest, SamplingParams, render
 
-PROMPTS = Path(__file__).resolve().parent.parent / "fixtures" / "prompts"
+PROMPTS = Path(__file__).resolve().parent / "fixtures" / "prompts"
 
 
 class Number(BaseModel):

@@ -13,7 +13,7 @@ from caseforge.tasks.oyez import ingest
 
 DEMO_CASE_FILES = ["1850_1900.163us537.json", "1940_1955.347us483.json", "1940_1955.316us455.json",
                    "1962.155.json", "1989.88-1569.json", "2008.08-205.json"]
-REPLAY_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "replay" / "casefacts.jsonl"
+REPLAY_FILE = Path(__file__).resolve().parent / "fixtures" / "replay" / "casefacts.jsonl"
 SCRIPTED_REASON = "The test double answers from its script."
 
 # Case recognised from its summary text → the claims the double "generates" for it.
