@@ -116,20 +116,33 @@ _VERDICT_STATED = re.compile(r"(?:verdict|label|answer|conclusion)\s*(?:is|:|=)?
                              re.IGNORECASE)
 
 
+def json_field(reply: str, fields: tuple[str, ...], read) -> str | None:
+    """What `read` makes of the first of `fields` in the reply's JSON object that it makes something of, or None."""
+    if "{" not in reply:
+        return None
+    try:
+        data = extract_json(reply)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for field in fields:
+            found = read(data.get(field))
+            if found:
+                return found
+    return None
+
+
+def _verdict_of(value) -> str | None:
+    return value.strip().upper() if isinstance(value, str) and value.strip().upper() in VERDICTS else None
+
+
 def parse_verdict(reply: str | None) -> str | None:
     """The verdict a reply states: JSON "verdict"/"label", else "verdict: X", else a reply that is one label."""
     if not reply or not reply.strip():
         return None
-    if "{" in reply:
-        try:
-            data = extract_json(reply)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            for field in ("verdict", "label", "answer", "vote"):
-                value = data.get(field)
-                if isinstance(value, str) and value.strip().upper() in VERDICTS:
-                    return value.strip().upper()
+    found = json_field(reply, ("verdict", "label", "answer", "vote"), _verdict_of)
+    if found:
+        return found
     stated = list(_VERDICT_STATED.finditer(reply))
     if stated:
         return stated[-1].group(1).upper()

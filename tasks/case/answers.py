@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from caseforge.llm.parsing import InvalidOutput, extract_json
-from caseforge.scoring_rules import parse_verdict
+from caseforge.scoring_rules import json_field, parse_verdict
 
 _LETTER = r"(?:\(\s*(?P<p>[A-Da-d])\s*\)|(?P<u>\b(?-i:[A-D])\b)(?![’'])|(?P<l>\b(?-i:[a-d]))(?=\s*(?:[).:,;!]|$)))"
 _LEAD = (r"(?:(?:final|correct|best|right)\s+)?(?:answer|option|choice)(?:\s+(?:is|would\s+be|must\s+be))?\s*[:=\-]?\s*"
@@ -46,17 +45,9 @@ def _from_value(value) -> str | None:
 def parse_answer(reply: str | None, use_json: bool = True) -> str | None:
     if not reply or not reply.strip():
         return None
-    if use_json and "{" in reply:
-        try:
-            data = extract_json(reply)
-        except InvalidOutput:
-            data = None
-        if isinstance(data, dict):
-            for field in ("answer", "final_answer", "vote", "choice"):
-                if field in data:
-                    found = _from_value(data[field])
-                    if found:
-                        return found
+    found = json_field(reply, ("answer", "final_answer", "vote", "choice"), _from_value) if use_json else None
+    if found:
+        return found
     stated = [*(_STATED.finditer(reply)), *(_OPTION_IS_CORRECT.finditer(reply))]
     if stated:
         return _letter(max(stated, key=lambda m: m.start()))
