@@ -145,6 +145,17 @@ def gate_and_load(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.
     return outcome
 
 
+def load_batch(con: duckdb.DuckDBPyConnection, run_id: int | None, frame: pd.DataFrame, table: CuratedTable,
+               report, remake: bool = False, **counters) -> LoadOutcome | None:
+    """gate_and_load of one parsed batch, counted on `report` under `counters` (LoadOutcome.report_to's names);
+    None for an empty batch, which loads nothing."""
+    if frame.empty:
+        return None
+    outcome = gate_and_load(con, run_id, frame, table, remake=remake)
+    outcome.report_to(report, **counters)
+    return outcome
+
+
 def batches(items: list, size: int):
     """Consecutive slices of at most `size` items: the unit a stage hands to one task."""
     for start in range(0, len(items), size):

@@ -149,6 +149,11 @@ def cell_text(value) -> str | None:
     return text or None
 
 
+def cell_texts(record: dict, names) -> dict[str, str | None]:
+    """The cells `names` of a record, each as text (cell_text), under its own name."""
+    return {name: cell_text(record.get(name)) for name in names}
+
+
 # ---- garbled text: what a wrong decoding or damaged bytes leave behind ----
 
 # UTF-8 bytes read as cp1252 or Latin-1: a lead byte's character (Â..Þ for two-byte sequences, à..ï for three)

@@ -1,64 +1,24 @@
 """Model output → pydantic object, tolerating fences and chatter around one JSON object."""
 from __future__ import annotations
 
-import json
-import re
-
 import jsonschema
 from pydantic import BaseModel, RootModel, ValidationError, model_validator
 
+from caseforge import scoring_rules
 from caseforge.llm.types import FreeText
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
 class InvalidOutput(ValueError):
     pass
 
 
-def _balanced_objects(text: str):
-    """Yield each top-level {...} span, respecting strings and escapes."""
-    depth, start, in_string, escaped = 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"' and depth > 0:
-            in_string = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0 and start is not None:
-                yield text[start:i + 1]
-                start = None
-
-
 def extract_json(text: str) -> object:
-    if text is None or not text.strip():
-        raise InvalidOutput("empty output")
-    stripped = text.strip()
-    # strict=False: a raw control character inside a string is read as itself. llama-cpp-python's grammar
-    # lets a model write line breaks unescaped inside a JSON string.
-    # besides JSONDecodeError: ValueError for a number over 4,300 digits, RecursionError for deep nesting
+    """The JSON value of a model's output (caseforge.scoring_rules.extract_json, the rule a release's harness
+    applies too); InvalidOutput when there is none."""
     try:
-        return json.loads(stripped, strict=False)
-    except (ValueError, RecursionError):
-        pass
-    candidates = [m.group(1) for m in _FENCE.finditer(stripped)] + list(_balanced_objects(stripped))
-    for candidate in candidates:
-        try:
-            return json.loads(candidate.strip(), strict=False)
-        except (ValueError, RecursionError):
-            continue
-    raise InvalidOutput(f"no JSON object found in output: {stripped[:120]!r}")
+        return scoring_rules.extract_json(text)
+    except ValueError as exc:
+        raise InvalidOutput(str(exc)) from None
 
 
 def schema_for(model: type[BaseModel]) -> dict:

@@ -141,11 +141,8 @@ def canonical_order(table: pa.Table) -> pa.Table:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _write_jsonl(records: list[dict], path: Path) -> None:

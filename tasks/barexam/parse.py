@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from caseforge.archive import size_problem
-from caseforge.text import cell_text, csv_records
+from caseforge.text import cell_text, cell_texts, csv_records
 
 QUESTION_COLUMNS = ["question_id", "dataset", "source", "subject", "prompt", "question", "choice_a", "choice_b",
                     "choice_c", "choice_d", "answer", "gold_passage_id", "raw_sha256"]
@@ -22,12 +22,8 @@ def parse_questions(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list[st
     for number, record in records:
         row = {
             "question_id": cell_text(record.get("idx")),
-            "dataset": cell_text(record.get("dataset")),
-            "source": cell_text(record.get("source")),
-            "subject": cell_text(record.get("subject")),
-            "prompt": cell_text(record.get("prompt")),
-            "question": cell_text(record.get("question")),
-            **{f"choice_{c}": cell_text(record.get(f"choice_{c}")) for c in "abcd"},
+            **cell_texts(record, ("dataset", "source", "subject", "prompt", "question",
+                                  *(f"choice_{c}" for c in "abcd"))),
             "answer": (cell_text(record.get("answer")) or "").upper() or None,
             "gold_passage_id": cell_text(record.get("gold_idx")),
             "raw_sha256": raw_sha256,

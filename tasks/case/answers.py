@@ -8,13 +8,15 @@ Order of evidence, first that applies wins:
 Anything else is unparsed (None), which the caller records as a failure.
 A bare lower-case letter only counts in parentheses or before punctuation/end of text, so the
 article in "the answer is a matter of..." is not read as option A.
+
+A CaseFacts verdict is read by caseforge.scoring_rules.parse_verdict (the rule a release's harness applies too).
 """
 from __future__ import annotations
 
 import json
 import re
 
-from caseforge.llm.parsing import InvalidOutput, extract_json
+from caseforge.scoring_rules import json_field, parse_verdict
 
 _LETTER = r"(?:\(\s*(?P<p>[A-Da-d])\s*\)|(?P<u>\b(?-i:[A-D])\b)(?![’'])|(?P<l>\b(?-i:[a-d]))(?=\s*(?:[).:,;!]|$)))"
 _LEAD = (r"(?:(?:final|correct|best|right)\s+)?(?:answer|option|choice)(?:\s+(?:is|would\s+be|must\s+be))?\s*[:=\-]?\s*"
@@ -43,17 +45,9 @@ def _from_value(value) -> str | None:
 def parse_answer(reply: str | None, use_json: bool = True) -> str | None:
     if not reply or not reply.strip():
         return None
-    if use_json and "{" in reply:
-        try:
-            data = extract_json(reply)
-        except InvalidOutput:
-            data = None
-        if isinstance(data, dict):
-            for field in ("answer", "final_answer", "vote", "choice"):
-                if field in data:
-                    found = _from_value(data[field])
-                    if found:
-                        return found
+    found = json_field(reply, ("answer", "final_answer", "vote", "choice"), _from_value) if use_json else None
+    if found:
+        return found
     stated = [*(_STATED.finditer(reply)), *(_OPTION_IS_CORRECT.finditer(reply))]
     if stated:
         return _letter(max(stated, key=lambda m: m.start()))
@@ -61,36 +55,6 @@ def parse_answer(reply: str | None, use_json: bool = True) -> str | None:
     if opening:
         return opening.group("x").upper()
     return None
-
-
-VERDICTS = ("SUPPORTED", "REFUTED", "OVERRULED")
-_VERDICT = re.compile(r"\b(SUPPORTED|REFUTED|OVERRULED)\b", re.IGNORECASE)
-_VERDICT_STATED = re.compile(r"(?:verdict|label|answer|conclusion)\s*(?:is|:|=)?\s*\**\"?(SUPPORTED|REFUTED|OVERRULED)\b",
-                             re.IGNORECASE)
-
-
-def parse_verdict(reply: str | None) -> str | None:
-    """CaseFacts verdict the model states: JSON "verdict"/"label", else "verdict: X", else a reply that is one label."""
-    if not reply or not reply.strip():
-        return None
-    if "{" in reply:
-        try:
-            data = extract_json(reply)
-        except InvalidOutput:
-            data = None
-        if isinstance(data, dict):
-            for field in ("verdict", "label", "answer", "vote"):
-                value = data.get(field)
-                if isinstance(value, str) and value.strip().upper() in VERDICTS:
-                    return value.strip().upper()
-    stated = list(_VERDICT_STATED.finditer(reply))
-    if stated:
-        return stated[-1].group(1).upper()
-    words = set(m.group(1).upper() for m in _VERDICT.finditer(reply))
-    stripped = reply.strip().strip("*.\"' ").upper()
-    if stripped in VERDICTS:
-        return stripped
-    return words.pop() if len(words) == 1 and len(reply) < 40 else None
 
 
 def stated_letter(value):

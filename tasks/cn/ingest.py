@@ -15,7 +15,7 @@ from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
 from caseforge.fetch import Fetcher
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, load_batch
 from caseforge.progress import Progress
 from caseforge.session import RunSession, run_session
 from caseforge.settings import Settings
@@ -124,11 +124,7 @@ def parse_batch(con: duckdb.DuckDBPyConnection, run_id: int, items: list[tuple[J
 
 def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
                    remake: bool = False):
-    if frame.empty:
-        return None
-    outcome = gate_and_load(con, run_id, frame, JUDGMENTS, remake=remake)
-    outcome.report_to(report, "loaded")
-    return outcome
+    return load_batch(con, run_id, frame, JUDGMENTS, report, remake, loaded="loaded")
 
 
 def batches_of_records(con: duckdb.DuckDBPyConnection, run_id: int, archive: RawArchive, directory: Path,

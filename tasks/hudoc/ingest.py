@@ -15,7 +15,7 @@ from caseforge.artifacts import publish_counters
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.file_digests import FileDigests
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load, load_batch
 from caseforge.progress import Progress
 from caseforge.session import RunSession, run_session
 from caseforge.settings import Settings
@@ -125,9 +125,8 @@ def load_judgments(con: duckdb.DuckDBPyConnection, run_id: int, rows: list[dict]
     if not rows:
         return None
     frame = batch_frame(rows, meta.COLUMNS, "itemid", report, duplicates_counter="duplicate_records_in_batch")
-    outcome = gate_and_load(con, run_id, frame, JUDGMENTS, remake=remake)
-    outcome.report_to(report, "judgments_loaded", "judgments_quarantined", changes_prefix="judgments_")
-    return outcome
+    return load_batch(con, run_id, frame, JUDGMENTS, report, remake, loaded="judgments_loaded",
+                      quarantined="judgments_quarantined", changes_prefix="judgments_")
 
 
 def replay_metadata(con, archive: RawArchive, run_id: int, paths: list[Path], record_filter: meta.RecordFilter,

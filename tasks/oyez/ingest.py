@@ -17,7 +17,7 @@ import pandas as pd
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
 from caseforge.fetch import Fetcher, FetchError
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
-from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load
+from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load, load_batch
 from caseforge.progress import Progress
 from caseforge.session import RunSession, run_session
 from caseforge.settings import Settings, upstream
@@ -151,11 +151,7 @@ def parse_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[P
 
 def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame, report: StageReport,
                remake: bool = False):
-    if frame.empty:
-        return None
-    outcome = gate_and_load(con, run_id, frame, CASES, remake=remake)
-    outcome.report_to(report, "passed_gate")
-    return outcome
+    return load_batch(con, run_id, frame, CASES, report, remake, loaded="passed_gate")
 
 
 def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload], report: StageReport,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from caseforge.load import batch_frame
-from caseforge.text import cell_text, csv_records, html_to_text
+from caseforge.text import cell_text, cell_texts, csv_records, html_to_text
 
 LEGACY_COLUMNS = [
     "case_id", "name", "source_url", "docket", "term", "first_party", "second_party", "facts",
@@ -40,19 +40,13 @@ def parse_legacy_table(body: bytes, raw_sha256: str) -> tuple[pd.DataFrame, list
             continue
         rows.append({
             "case_id": case_id,
-            "name": cell_text(record.get("name")),
+            **cell_texts(record, ("name", "docket", "term", "first_party", "second_party", "decision_type",
+                                  "disposition", "issue_area")),
             "source_url": cell_text(record.get("href")),
-            "docket": cell_text(record.get("docket")),
-            "term": cell_text(record.get("term")),
-            "first_party": cell_text(record.get("first_party")),
-            "second_party": cell_text(record.get("second_party")),
             "facts": html_to_text(cell_text(record.get("facts"))),
             "majority_vote": _int(record.get("majority_vote")),
             "minority_vote": _int(record.get("minority_vote")),
             "first_party_winner": _bool(record.get("first_party_winner")),
-            "decision_type": cell_text(record.get("decision_type")),
-            "disposition": cell_text(record.get("disposition")),
-            "issue_area": cell_text(record.get("issue_area")),
             "raw_sha256": raw_sha256,
         })
     return batch_frame(rows, LEGACY_COLUMNS, "case_id"), problems

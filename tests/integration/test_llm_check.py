@@ -89,24 +89,19 @@ def test_an_endpoint_that_does_not_answer_is_one_line_naming_role_model_and_url(
     assert "judge/validator openai:google/gemma-3-27b-it at " + dead in line and "did not answer" in line
 
 
-def test_a_server_answering_empty_content_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("reply, says", [
+    ("", ["openai:google/gemma-3-27b-it at {url} answered with empty content", "judge/validator"]),
+    # a server that ignores the schema: the line says how the schema was sent
+    ("Ready!", ["at {url} ignores the JSON schema: answered 'Ready!'", 'structured = "vllm"']),
+], ids=["empty-content", "ignores-the-schema"])
+def test_a_checker_server_answering_what_no_step_can_use_is_one_line(tmp_path, capsys, reply, says):
     with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer, \
-            ScriptedOpenAIServerDouble(lambda body, n: chat_reply(""), models=(GEMMA,)) as empty:
-        settings(tmp_path, writer.base_url, empty.base_url)
+            ScriptedOpenAIServerDouble(lambda body, n: chat_reply(reply), models=(GEMMA,)) as checker:
+        settings(tmp_path, writer.base_url, checker.base_url)
         assert main(["llm", "check"]) == 2
     [line] = problems(capsys.readouterr().err)
-    assert f"openai:google/gemma-3-27b-it at {empty.base_url} answered with empty content" in line
-    assert "judge/validator" in line
-
-
-def test_a_server_that_ignores_the_schema_is_one_line_saying_how_it_was_sent(tmp_path, capsys):
-    with ScriptedOpenAIServerDouble(honours_schema, models=(QWEN,)) as writer, \
-            ScriptedOpenAIServerDouble(lambda body, n: chat_reply("Ready!"), models=(GEMMA,)) as prose:
-        settings(tmp_path, writer.base_url, prose.base_url)
-        assert main(["llm", "check"]) == 2
-    [line] = problems(capsys.readouterr().err)
-    assert f"at {prose.base_url} ignores the JSON schema: answered 'Ready!'" in line
-    assert 'structured = "vllm"' in line
+    for part in says:
+        assert part.format(url=checker.base_url) in line
 
 
 def test_a_checker_of_the_writers_family_is_a_problem_where_the_pipeline_refuses_it(tmp_path, capsys):

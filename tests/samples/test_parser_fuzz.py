@@ -232,6 +232,22 @@ def damaged_cells(draw, records: list[list[str]]) -> tuple[int, bytes]:
     return index, head + line + tail
 
 
+def damaged_csv(data, sample: str, parse):
+    """`parse` (a CSV file's parser) on the first 12 records of a sample, then on that file damaged: as a whole
+    (a CsvFileError or a result, nothing else: None), or in one record's cells: (records, the good parse, the
+    damaged record's index, the damaged parse's frame and problems)."""
+    records = csv_rows(_read(sample), 12)
+    good, _ = parse(csv_bytes(records), "0" * 64)
+    if data.draw(st.booleans()):
+        try:
+            parse(data.draw(damaged(csv_bytes(records))), "0" * 64)
+        except CsvFileError:
+            pass
+        return None
+    bad, body = data.draw(damaged_cells(records))
+    return (records, good, bad, *parse(body, "0" * 64))
+
+
 # ---- Oyez ----
 
 OYEZ_FIELDS = [("ID",), ("name",), ("term",), ("docket_number",), ("timeline",), ("timeline", "*"),
@@ -330,16 +346,10 @@ def test_fuzz_oyez_case_list_keeps_every_good_summary(data):
 @fuzz("oyez_legacy_table")
 @given(st.data())
 def test_fuzz_oyez_legacy_table_keeps_every_good_row(data):
-    records = csv_rows(_read("oyez/legacy_justice_table.csv"), 12)
-    good, _ = parse_legacy_table(csv_bytes(records), "0" * 64)
-    if data.draw(st.booleans()):
-        try:
-            parse_legacy_table(data.draw(damaged(csv_bytes(records))), "0" * 64)
-        except CsvFileError:
-            pass
+    found = damaged_csv(data, "oyez/legacy_justice_table.csv", parse_legacy_table)
+    if found is None:
         return
-    bad, body = data.draw(damaged_cells(records))
-    frame, problems = parse_legacy_table(body, "0" * 64)
+    records, good, bad, frame, problems = found
     id_column = records[0].index("ID")
     others = {int(r[id_column]) for i, r in enumerate(records[1:], start=1) if i != bad}
     assert others <= set(frame["case_id"])
@@ -675,16 +685,10 @@ def test_fuzz_barexam_passages_keep_every_good_line(data):
 @fuzz("barexam_questions")
 @given(st.data())
 def test_fuzz_barexam_questions_keep_every_good_row(data):
-    records = csv_rows(_read("barexam/barexam_qa.csv"), 12)
-    good, _ = parse_questions(csv_bytes(records), "0" * 64)
-    if data.draw(st.booleans()):
-        try:
-            parse_questions(data.draw(damaged(csv_bytes(records))), "0" * 64)
-        except CsvFileError:
-            pass
+    found = damaged_csv(data, "barexam/barexam_qa.csv", parse_questions)
+    if found is None:
         return
-    bad, body = data.draw(damaged_cells(records))
-    frame, problems = parse_questions(body, "0" * 64)
+    _, good, bad, frame, problems = found
     bad_id = good["question_id"][bad - 1]
     others = [i for i in good["question_id"] if i != bad_id]
     assert [i for i in frame["question_id"] if i in others] == others

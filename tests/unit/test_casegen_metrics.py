@@ -4,7 +4,7 @@ import math
 import pytest
 
 from caseforge.tasks.casegen.eval import metrics
-from caseforge.overlap import lcs_length
+from caseforge.scoring_rules import lcs_length
 
 # Example 1 — no digits at all.
 REF_1 = "原告请求被告归还借款"

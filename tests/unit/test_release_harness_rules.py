@@ -1,6 +1,6 @@
-"""The scoring rules a release's harness tasks carry (caseforge/release/harness/shipped/caseforge_scoring.py, which
-imports no caseforge) read replies and score them exactly as caseforge's evaluation code does: the same inputs,
-odd ones among them, through both."""
+"""The scoring rules a release's harness tasks carry (caseforge/scoring_rules.py, written into a release as
+harness/caseforge_scoring.py, which imports no caseforge), loaded as the release loads them, read replies and score
+them exactly as caseforge's evaluation code does: the same inputs, odd ones among them, through both."""
 import importlib.util
 import json
 import sys
@@ -9,7 +9,7 @@ import pytest
 
 from caseforge.llm import render
 from caseforge.llm.parsing import InvalidOutput, extract_json, parse_output, schema_for
-from caseforge.release.harness import SHIPPED, mark
+from caseforge.release.harness import SHIPPED, TASK_FILES, mark
 from caseforge.tasks.aquaechr.eval import citations, metrics as aquaechr_metrics
 from caseforge.tasks.aquaechr.eval.systems import AnswerOutput
 from caseforge.tasks.case.answers import parse_verdict
@@ -19,10 +19,10 @@ from caseforge.tasks.casegen.eval import metrics as casegen_metrics
 from caseforge.tasks.casegen.eval.judge import OVERALL, dimension_names, read_judge_reply
 
 sys.path.insert(0, str(SHIPPED))            # the shipped modules import each other by their plain names
-spec = importlib.util.spec_from_file_location("caseforge_scoring_under_test", SHIPPED / "caseforge_scoring.py")
+spec = importlib.util.spec_from_file_location("caseforge_scoring_under_test", TASK_FILES["caseforge_scoring.py"])
 rules = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(rules)
-harness = sys.modules["caseforge_harness"]
+harness = importlib.import_module("caseforge_harness")
 
 VERDICT_REPLIES = [
     '{"verdict": "SUPPORTED", "cases": ["Roe v. Wade"]}', '{"verdict": "supported", "cases": []}',

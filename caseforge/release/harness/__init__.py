@@ -10,11 +10,12 @@ per variant what the call asks for (max_tokens, the reply's JSON schema). `write
     harness/pin.json               dataset, version, the columns the tasks read, the variants, and the sha256 of
                                    the Parquet files they read
     harness/caseforge_harness.py   the release check and the samples (no caseforge import)
-    harness/caseforge_scoring.py   caseforge eval's scoring rules (no caseforge import)
+    harness/caseforge_scoring.py   caseforge eval's scoring rules: caseforge/scoring_rules.py itself
     harness/inspect_task.py        `inspect eval harness/inspect_task.py --model …`
     harness/lm_eval/               `lm-eval run --include_path harness/lm_eval --tasks caseforge_<dataset> …`
 
-The files under shipped/ are copied as they are; the card's section on them (caseforge.release.card.harness_section)
+The files under shipped/, and caseforge/scoring_rules.py (the rules caseforge's own evaluation code imports, so they
+are written once), are copied as they are; the card's section on them (caseforge.release.card.harness_section)
 says how to run them and how many items each year holds (`items_per_year`: a cut-off past a model's training data).
 """
 from __future__ import annotations
@@ -29,10 +30,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from caseforge import scoring_rules
 from caseforge.release.content import ReleaseContent
 from caseforge.release.layout import FRESH
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"
+# harness/<name> ← the file copied there
+TASK_FILES = {"caseforge_harness.py": SHIPPED / "caseforge_harness.py",
+              "caseforge_scoring.py": Path(scoring_rules.__file__).resolve(),
+              "inspect_task.py": SHIPPED / "inspect_task.py"}
 FOLDER = "harness"
 INSPECT_TASK = f"{FOLDER}/inspect_task.py"
 LM_EVAL = f"{FOLDER}/lm_eval"
@@ -89,8 +95,8 @@ def write_harness(folder: Path, dataset: str, spec: HarnessSpec, release: Releas
                       f"{FOLDER}/samples.parquet": hashlib.sha256(samples).hexdigest()}}
     (target / "pin.json").write_text(json.dumps(pin, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
                                      encoding="utf-8", newline="\n")
-    for name in ("caseforge_harness.py", "caseforge_scoring.py", "inspect_task.py"):
-        (target / name).write_bytes((SHIPPED / name).read_bytes())
+    for name, source in TASK_FILES.items():
+        (target / name).write_bytes(source.read_bytes())
     (target / "lm_eval" / "utils.py").write_bytes((SHIPPED / "lm_eval" / "utils.py").read_bytes())
     task_file = f"caseforge_{dataset}.yaml"
     tokens = {variant["max_tokens"] for variant in spec.variants.values()}

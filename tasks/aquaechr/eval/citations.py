@@ -6,23 +6,17 @@ whitespace and case ("[ doc  1 ]"). A number outside 1..k is kept as an invalid 
 
 Which sentence a marker belongs to: markers at the end of a sentence (before or after its final
 period) belong to that sentence; markers that open a line belong to the sentence they open; a line holding only markers belongs to the
-sentence before it.
+sentence before it. The markers, the sentences and the marker-free text are caseforge.scoring_rules' (a release's
+harness reads answers by the same rules).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-_NUMBER_LIST = r"(?:docs?\.?\s*)?\d+(?:\s*(?:,|;|&|and)\s*(?:docs?\.?\s*)?\d+)*"
-CITATION_RE = re.compile(
-    r"\[\s*" + _NUMBER_LIST + r"\s*\]"          # [Doc 1] [1] [Doc 1, Doc 3] [Docs 1, 2]
-    r"|\(\s*docs?\.?\s*\d+(?:\s*(?:,|;|&|and)\s*(?:docs?\.?\s*)?\d+)*\s*\)",  # (Doc 2) — bare (1) is not a citation
-    re.IGNORECASE,
-)
+from caseforge.scoring_rules import CITATION_RE, split_sentences, strip_citations
+
 _NUMBER_RE = re.compile(r"\d+")
-# abbreviations after which a period does not end a sentence
-_ABBREVIATIONS = {"v", "vs", "no", "nos", "para", "paras", "art", "arts", "e.g", "i.e", "cf", "etc", "ibid",
-                  "mr", "mrs", "ms", "dr", "st", "p", "pp", "op", "cit", "seq", "al", "ltd", "inc", "co", "prot"}
 
 
 @dataclass(frozen=True)
@@ -51,47 +45,6 @@ class Sentence:
 
 def marker_numbers(marker: str) -> list[int]:
     return [int(n) for n in _NUMBER_RE.findall(marker)]
-
-
-def strip_citations(text: str) -> str:
-    """The answer text without citation markers and with whitespace tidied."""
-    cleaned = CITATION_RE.sub(" ", text)
-    cleaned = re.sub(r"[ \t]+", " ", cleaned)
-    cleaned = re.sub(r" +([.,;:!?])", r"\1", cleaned)
-    return "\n".join(line.strip() for line in cleaned.splitlines()).strip()
-
-
-def _sentence_ends(text: str) -> list[int]:
-    """Offsets just after each sentence-ending punctuation (plus any markers glued after it)."""
-    ends = []
-    for match in re.finditer(r"[.!?]+[\"'”’)]*", text):
-        before = text[:match.start()]
-        word = re.search(r"([A-Za-z.]+)$", before)
-        if match.group().startswith(".") and word and word.group(1).lower().rstrip(".") in _ABBREVIATIONS:
-            continue
-        if re.search(r"\d$", before) and match.end() < len(text) and text[match.end()].isdigit():
-            continue                                    # decimal number
-        rest = text[match.end():]
-        if rest and not rest[0].isspace() and not CITATION_RE.match(rest):
-            continue
-        end = match.end()
-        glued = re.match(r"(?:\s*(?:" + CITATION_RE.pattern + r"))+", rest, re.IGNORECASE)
-        if glued and "\n" not in glued.group():
-            end += glued.end()
-        ends.append(end)
-    return ends
-
-
-def split_sentences(text: str) -> list[str]:
-    """Raw sentences (markers still inside), split at sentence ends and at line breaks."""
-    pieces: list[str] = []
-    for line in text.splitlines():
-        start = 0
-        for end in _sentence_ends(line):
-            pieces.append(line[start:end])
-            start = end
-        pieces.append(line[start:])
-    return [p.strip() for p in pieces if p.strip()]
 
 
 def parse_answer(text: str, shown: list[str]) -> list[Sentence]:

@@ -5,9 +5,7 @@ Passage ids are "<itemid>#<para_no>".
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -15,7 +13,7 @@ import numpy as np
 
 from caseforge.tasks.aquaechr.eval.citations import Sentence, split_sentences, strip_citations
 from caseforge.tasks.aquaechr.eval.nli import NLIJudge
-from caseforge.overlap import lcs_length
+from caseforge.scoring_rules import lcs_length, overlap_f1, rouge_tokens
 
 # metrics that only mean something when a system cites
 CITATION_METRICS = ("citation_faithfulness", "citation_f1", "evidence_nli")
@@ -23,32 +21,10 @@ TABLE_METRICS = ("rouge_l", "bertscore_f1", "claim_recall", "citation_faithfulne
                  "evidence_nli", "citations_per_query")
 
 
-def rouge_tokens(text: str) -> list[str]:
-    """rouge-score's default English tokenizer: lowercase, non-alphanumerics to spaces, Porter-stem words
-    longer than 3 characters (re-implemented: importing rouge-score pulls in absl, whose logging set-up
-    captures the process's stderr at import time)."""
-    words = re.sub(r"[^a-z0-9]+", " ", text.lower()).split()
-    stem = _porter().stem
-    return [stem(w) if len(w) > 3 else w for w in words]
-
-
-@lru_cache(maxsize=1)
-def _porter():
-    from nltk.stem import porter
-
-    return porter.PorterStemmer("ORIGINAL_ALGORITHM")
-
-
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F1 (longest common subsequence over rouge-score's tokenization) of the marker-free answer."""
     pred, ref = rouge_tokens(strip_citations(prediction)), rouge_tokens(reference)
-    if not pred or not ref:
-        return 0.0
-    lcs = lcs_length(pred, ref)
-    if lcs == 0:
-        return 0.0
-    precision, recall = lcs / len(pred), lcs / len(ref)
-    return 2 * precision * recall / (precision + recall)
+    return overlap_f1(lcs_length(pred, ref), len(pred), len(ref))
 
 
 def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float, float]:

@@ -2,17 +2,17 @@
 
 A reply may be JSON or lines such as "事实准确性：8分", "逻辑连贯性: 7/10", with full-width digits.
 Every dimension ends as a number in 1..10, or as NULL with a reason: missing (the reply never gave
-it) or invalid (a number outside 1..10, another scale, or something that is not a number).
+it) or invalid (a number outside 1..10, another scale, or something that is not a number). How a score is
+read is caseforge.scoring_rules' (a release's harness reads a judge's reply by the same rules).
 """
 from __future__ import annotations
 
-import json
-import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from caseforge.families import check_families
 from caseforge.llm.parsing import InvalidOutput, extract_json
+from caseforge.scoring_rules import SCORE_MAX, SCORE_MIN, json_value, line_score, score_value
 
 # task -> ordered (dimension id, Chinese name, other names the judge may use)
 DIMENSIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
@@ -41,7 +41,6 @@ DIMENSIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     ),
 }
 OVERALL = ("overall", "总体评分", ("综合评分", "总分", "整体评分", "总体得分", "最终评分"))
-SCORE_MIN, SCORE_MAX = 1.0, 10.0
 
 
 def dimensions_for(task: str) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -81,66 +80,16 @@ class JudgeReading:
         return {s.dimension: s for s in self.scores}
 
 
-_NUMBER = r"(-?\d+(?:\.\d+)?)"
-_VALUE = re.compile(r"^\s*" + _NUMBER + r"\s*(?:分)?\s*(?:/\s*(\d+(?:\.\d+)?))?\s*(?:分)?\s*$")
-
-
-def _normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", text or "")
-
-
-def _read_value(value) -> tuple[float | None, str | None]:
-    """(score, None) or (None, why it is not a score)."""
-    if isinstance(value, dict):
-        for key in ("score", "分数", "得分", "评分", "value"):
-            if key in value:
-                return _read_value(value[key])
-        return None, f"no score inside {json.dumps(value, ensure_ascii=False)[:60]}"
-    if isinstance(value, bool) or value is None:
-        return None, f"not a number: {value!r}"
-    if isinstance(value, (int, float)):
-        number, scale = float(value), None
-    else:
-        match = _VALUE.match(_normalise(str(value)))
-        if not match:
-            return None, f"not a number: {str(value)[:40]!r}"
-        number, scale = float(match.group(1)), match.group(2)
-    if scale is not None and float(scale) != SCORE_MAX:
-        return None, f"score on another scale: {number:g}/{scale}"
-    if not SCORE_MIN <= number <= SCORE_MAX:
-        return None, f"out of range 1-10: {number:g}"
-    return number, None
-
-
 def dimension_names(dimension: tuple[str, str, tuple[str, ...]]) -> list[str]:
     """The names a reply may give a dimension, in the order they are looked for."""
     ident, chinese, others = dimension
     return [chinese, *others, ident, ident.replace("_", " ")]
 
 
-def _find_in_json(data: dict, dimension) -> tuple[bool, object]:
-    containers = [data]
-    for key in ("scores", "评分", "各维度评分", "维度评分", "dimensions"):
-        if isinstance(data.get(key), dict):
-            containers.insert(0, data[key])
-    for container in containers:
-        lowered = {str(k).strip().lower(): v for k, v in container.items()}
-        for name in dimension_names(dimension):
-            if name.lower() in lowered:
-                return True, lowered[name.lower()]
-    return False, None
-
-
-def _line_pattern(name: str) -> re.Pattern:
-    # "名称：8", "名称 得分: 8分", "**名称**：8/10", "名称（…）：8"
-    return re.compile(re.escape(name) + r"[*\s]*(?:\([^)\n]{0,30}\))?[*\s]*(?:得分|评分|分数)?[*\s]*[:=]\s*[*\s]*"
-                      r"([^\s,;。，；*]+(?:\s*/\s*\d+)?)", re.IGNORECASE)
-
-
 def read_judge_reply(text: str | None, task: str) -> JudgeReading:
     """Scores for every dimension of `task` plus the overall score, each ok, missing or invalid."""
     reading = JudgeReading()
-    text = _normalise(text or "")
+    text = unicodedata.normalize("NFKC", text or "")
     data = None
     try:
         parsed = extract_json(text)
@@ -156,20 +105,12 @@ def read_judge_reply(text: str | None, task: str) -> JudgeReading:
         reading.analysis = text.strip() or None
     for dimension in dimensions_for(task):
         ident = dimension[0]
-        found, raw = (_find_in_json(data, dimension) if data is not None else (False, None))
+        names = dimension_names(dimension)
+        found, raw = json_value(data, names) if data is not None else (False, None)
         if found:
-            score, why = _read_value(raw)
+            score, why = score_value(raw)
         else:
-            score, why = None, None
-            for name in dimension_names(dimension):
-                # scores follow the analysis: the last mention that reads as a score wins
-                for match in reversed(list(_line_pattern(name).finditer(text))):
-                    found = True
-                    score, why = _read_value(match.group(1))
-                    if score is not None:
-                        break
-                if found:
-                    break
+            found, score, why = line_score(text, names)
         if not found:
             reading.scores.append(DimensionScore(ident, None, "missing", "dimension not found in judge reply"))
             continue

@@ -1,8 +1,9 @@
 """Reference-overlap metrics for Chinese text: ROUGE-L, BLEU, BERTScore, and agreement with people.
 
 Chinese has no spaces, so every metric tokenises first: by characters (each CJK character is a token,
-a run of ASCII letters/digits is one token) or by jieba words. Text is NFKC-normalised (full-width
-digits and letters become ASCII) and whitespace and punctuation are dropped before counting.
+a run of ASCII letters/digits is one token: caseforge.scoring_rules.char_tokens) or by jieba words. Text
+is NFKC-normalised (full-width digits and letters become ASCII) and whitespace and punctuation are dropped
+before counting.
 
 `rouge_l_compat` reproduces what the original CaseGen code computed: rouge_score's default tokenizer
 keeps only ASCII letters and digits, so Chinese prose scores about 0 and numbers alone decide the
@@ -12,43 +13,19 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from caseforge.overlap import lcs_length
+from caseforge.scoring_rules import char_tokens, dropped, lcs_length
 
 COMPAT_LABEL = ("rougeL_compat_ascii_only (the original code's tokenizer: Chinese characters are dropped, "
                 "only ASCII letters and numbers are compared)")
 
-_ASCII_RUN = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
-
 
 def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text or "")
-
-
-def _is_dropped(token: str) -> bool:
-    return all(ch.isspace() or unicodedata.category(ch).startswith(("P", "S")) for ch in token)
-
-
-def char_tokens(text: str) -> list[str]:
-    """Each CJK character (or other non-ASCII letter) alone; ASCII letters/digits grouped into runs."""
-    text = normalise(text)
-    tokens, i = [], 0
-    while i < len(text):
-        match = _ASCII_RUN.match(text, i)
-        if match:
-            tokens.append(match.group(0).lower())
-            i = match.end()
-            continue
-        ch = text[i]
-        if not _is_dropped(ch):
-            tokens.append(ch)
-        i += 1
-    return tokens
 
 
 @lru_cache(maxsize=1)
@@ -61,7 +38,7 @@ def _jieba():
 
 def word_tokens(text: str) -> list[str]:
     """jieba's default (precise) segmentation, without whitespace and punctuation tokens."""
-    return [t.lower() for t in _jieba().lcut(normalise(text)) if t.strip() and not _is_dropped(t)]
+    return [t.lower() for t in _jieba().lcut(normalise(text)) if t.strip() and not dropped(t)]
 
 
 TOKENIZERS = {"char": char_tokens, "word": word_tokens}

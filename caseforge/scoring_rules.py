@@ -1,11 +1,13 @@
-"""The scoring rules of `caseforge eval`, as a caseforge release's harness tasks apply them (Python's standard
-library, and nltk for AQuAECHR's ROUGE-L; no caseforge import: caseforge wrote this file into the release, and its
-tests check these rules against its own code on the same replies).
+"""The scoring rules of `caseforge eval`, in one place: caseforge's evaluation code imports them from here, and a
+benchmark release carries this very file as harness/caseforge_scoring.py (caseforge.release.harness), where its
+harness tasks score without caseforge. So it needs only Python's standard library (and nltk for AQuAECHR's
+ROUGE-L) and imports no caseforge.
 
-CaseFacts (closed book) reads the verdict the reply states under the reply's schema (tasks/case/answers.py,
-casefacts/eval/systems.py); AQuAECHR reads {"answer": ...}, scores ROUGE-L over rouge-score's English tokens and the
-exact match of the cited paragraphs (aquaechr/eval/citations.py, metrics.py); CaseGen scores ROUGE-L over characters
-(casegen/eval/metrics.py) and reads the judge's overall score (casegen/eval/judge.py).
+Replies: the JSON value a reply holds and the first way it breaks its schema (caseforge.llm.parsing). CaseFacts:
+the verdict a reply states (tasks/case/answers.py, casefacts/eval/systems.py) and the verdict metrics. AQuAECHR:
+{"answer": ...}, its sentences and inline citations (aquaechr/eval/citations.py), ROUGE-L over rouge-score's
+English tokens and the exact match of the cited paragraphs (aquaechr/eval/metrics.py). CaseGen: ROUGE-L over
+characters (casegen/eval/metrics.py) and the scores a judge's reply gives (casegen/eval/judge.py).
 """
 from __future__ import annotations
 
@@ -14,14 +16,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from caseforge_harness import ReleaseRefused
-
 # ---------------------------------------------------------------- replies as caseforge reads them
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
 def _balanced_objects(text: str):
+    """Each top-level {...} span, respecting strings and escapes."""
     depth, start, in_string, escaped = 0, None, False, False
     for i, ch in enumerate(text):
         if in_string:
@@ -51,6 +52,9 @@ def extract_json(text: str | None):
     if text is None or not text.strip():
         raise ValueError("empty output")
     stripped = text.strip()
+    # strict=False: a raw control character inside a string is read as itself. llama-cpp-python's grammar
+    # lets a model write line breaks unescaped inside a JSON string.
+    # besides JSONDecodeError: ValueError for a number over 4,300 digits, RecursionError for deep nesting
     try:
         return json.loads(stripped, strict=False)
     except (ValueError, RecursionError):
@@ -60,7 +64,7 @@ def extract_json(text: str | None):
             return json.loads(candidate.strip(), strict=False)
         except (ValueError, RecursionError):
             continue
-    raise ValueError("no JSON object found in output")
+    raise ValueError(f"no JSON object found in output: {stripped[:120]!r}")
 
 
 def schema_problem(value, schema: dict, where: str = "output") -> str | None:
@@ -112,20 +116,33 @@ _VERDICT_STATED = re.compile(r"(?:verdict|label|answer|conclusion)\s*(?:is|:|=)?
                              re.IGNORECASE)
 
 
+def json_field(reply: str, fields: tuple[str, ...], read) -> str | None:
+    """What `read` makes of the first of `fields` in the reply's JSON object that it makes something of, or None."""
+    if "{" not in reply:
+        return None
+    try:
+        data = extract_json(reply)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for field in fields:
+            found = read(data.get(field))
+            if found:
+                return found
+    return None
+
+
+def _verdict_of(value) -> str | None:
+    return value.strip().upper() if isinstance(value, str) and value.strip().upper() in VERDICTS else None
+
+
 def parse_verdict(reply: str | None) -> str | None:
     """The verdict a reply states: JSON "verdict"/"label", else "verdict: X", else a reply that is one label."""
     if not reply or not reply.strip():
         return None
-    if "{" in reply:
-        try:
-            data = extract_json(reply)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            for field in ("verdict", "label", "answer", "vote"):
-                value = data.get(field)
-                if isinstance(value, str) and value.strip().upper() in VERDICTS:
-                    return value.strip().upper()
+    found = json_field(reply, ("verdict", "label", "answer", "vote"), _verdict_of)
+    if found:
+        return found
     stated = list(_VERDICT_STATED.finditer(reply))
     if stated:
         return stated[-1].group(1).upper()
@@ -174,6 +191,7 @@ def verdict_metrics(pairs: list[tuple[str, str | None]]) -> dict[str, float | No
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
+    """Longest common subsequence length, O(len(a)*len(b)) time, O(len(b)) memory."""
     if not a or not b:
         return 0
     previous = [0] * (len(b) + 1)
@@ -185,7 +203,8 @@ def lcs_length(a: list[str], b: list[str]) -> int:
     return previous[-1]
 
 
-def _f1(overlap: int, candidate_len: int, reference_len: int) -> float:
+def overlap_f1(overlap: int, candidate_len: int, reference_len: int) -> float:
+    """The F1 of a candidate and a reference that share `overlap` tokens (0 when any is 0)."""
     if overlap == 0 or candidate_len == 0 or reference_len == 0:
         return 0.0
     p, r = overlap / candidate_len, overlap / reference_len
@@ -201,15 +220,17 @@ def mean(values) -> float | None:
 
 _NUMBER_LIST = r"(?:docs?\.?\s*)?\d+(?:\s*(?:,|;|&|and)\s*(?:docs?\.?\s*)?\d+)*"
 CITATION_RE = re.compile(
-    r"\[\s*" + _NUMBER_LIST + r"\s*\]"
+    r"\[\s*" + _NUMBER_LIST + r"\s*\]"          # [Doc 1] [1] [Doc 1, Doc 3] [Docs 1, 2]
     r"|\(\s*docs?\.?\s*\d+(?:\s*(?:,|;|&|and)\s*(?:docs?\.?\s*)?\d+)*\s*\)",
     re.IGNORECASE,
 )
+# abbreviations after which a period does not end a sentence
 _ABBREVIATIONS = {"v", "vs", "no", "nos", "para", "paras", "art", "arts", "e.g", "i.e", "cf", "etc", "ibid",
                   "mr", "mrs", "ms", "dr", "st", "p", "pp", "op", "cit", "seq", "al", "ltd", "inc", "co", "prot"}
 
 
 def strip_citations(text: str) -> str:
+    """The answer text without citation markers and with whitespace tidied."""
     cleaned = CITATION_RE.sub(" ", text)
     cleaned = re.sub(r"[ \t]+", " ", cleaned)
     cleaned = re.sub(r" +([.,;:!?])", r"\1", cleaned)
@@ -217,6 +238,7 @@ def strip_citations(text: str) -> str:
 
 
 def _sentence_ends(text: str) -> list[int]:
+    """Offsets just after each sentence-ending punctuation (plus any markers glued after it)."""
     ends = []
     for match in re.finditer(r"[.!?]+[\"'”’)]*", text):
         before = text[:match.start()]
@@ -224,7 +246,7 @@ def _sentence_ends(text: str) -> list[int]:
         if match.group().startswith(".") and word and word.group(1).lower().rstrip(".") in _ABBREVIATIONS:
             continue
         if re.search(r"\d$", before) and match.end() < len(text) and text[match.end()].isdigit():
-            continue
+            continue                                    # decimal number
         rest = text[match.end():]
         if rest and not rest[0].isspace() and not CITATION_RE.match(rest):
             continue
@@ -237,6 +259,7 @@ def _sentence_ends(text: str) -> list[int]:
 
 
 def split_sentences(text: str) -> list[str]:
+    """Raw sentences (markers still inside), split at sentence ends and at line breaks."""
     pieces: list[str] = []
     for line in text.splitlines():
         start = 0
@@ -267,12 +290,16 @@ def _porter():
     try:
         from nltk.stem import porter
     except ImportError:
+        # only where nltk can be missing: in a release's harness/, beside caseforge_harness (caseforge needs nltk)
+        from caseforge_harness import ReleaseRefused
         raise ReleaseRefused("AQuAECHR's ROUGE-L stems words with nltk's Porter stemmer: pip install nltk") from None
     return porter.PorterStemmer("ORIGINAL_ALGORITHM")
 
 
 def rouge_tokens(text: str) -> list[str]:
-    """rouge-score's default English tokens: lower case, non-alphanumerics as spaces, words over 3 letters stemmed."""
+    """rouge-score's default English tokens: lower case, non-alphanumerics as spaces, words over 3 letters stemmed
+    (re-implemented: importing rouge-score pulls in absl, whose logging set-up captures the process's stderr at
+    import time)."""
     stem = _porter().stem
     return [stem(w) if len(w) > 3 else w for w in re.sub(r"[^a-z0-9]+", " ", text.lower()).split()]
 
@@ -281,7 +308,7 @@ def aquaechr_scores(answer: str, reference: str, gold: list[str], shown: list[st
     """ROUGE-L F1 of the marker-free answer against the reference, and with passages shown, the precision, recall
     and F1 of the cited paragraphs against the gold ones (exact ids)."""
     pred, ref = rouge_tokens(strip_citations(answer)), rouge_tokens(reference)
-    scores = {"rouge_l": _f1(lcs_length(pred, ref), len(pred), len(ref))}
+    scores = {"rouge_l": overlap_f1(lcs_length(pred, ref), len(pred), len(ref))}
     if shown is not None:
         predicted, gold_ids = set(cited_passages(answer, shown)), set(gold)
         hits = len(predicted & gold_ids)
@@ -297,7 +324,8 @@ def aquaechr_scores(answer: str, reference: str, gold: list[str], shown: list[st
 _ASCII_RUN = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
 
 
-def _dropped(token: str) -> bool:
+def dropped(token: str) -> bool:
+    """Whether a token is only spaces, punctuation and symbols (no token of the Chinese metrics)."""
     return all(ch.isspace() or unicodedata.category(ch).startswith(("P", "S")) for ch in token)
 
 
@@ -311,7 +339,7 @@ def char_tokens(text: str) -> list[str]:
             tokens.append(match.group(0).lower())
             i = match.end()
             continue
-        if not _dropped(text[i]):
+        if not dropped(text[i]):
             tokens.append(text[i])
         i += 1
     return tokens
@@ -319,7 +347,7 @@ def char_tokens(text: str) -> list[str]:
 
 def rouge_l_chars(reference: str, candidate: str) -> float:
     ref, cand = char_tokens(reference), char_tokens(candidate)
-    return _f1(lcs_length(ref, cand), len(cand), len(ref))
+    return overlap_f1(lcs_length(ref, cand), len(cand), len(ref))
 
 
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
@@ -327,56 +355,76 @@ _VALUE = re.compile(r"^\s*" + _NUMBER + r"\s*(?:分)?\s*(?:/\s*(\d+(?:\.\d+)?))?
 SCORE_MIN, SCORE_MAX = 1.0, 10.0
 
 
-def _score_of(value) -> float | None:
+def score_value(value) -> tuple[float | None, str | None]:
+    """(score, None), or (None, why `value` is not a score from 1 to 10)."""
     if isinstance(value, dict):
         for key in ("score", "分数", "得分", "评分", "value"):
             if key in value:
-                return _score_of(value[key])
-        return None
+                return score_value(value[key])
+        return None, f"no score inside {json.dumps(value, ensure_ascii=False)[:60]}"
     if isinstance(value, bool) or value is None:
-        return None
+        return None, f"not a number: {value!r}"
     if isinstance(value, (int, float)):
         number, scale = float(value), None
     else:
         match = _VALUE.match(unicodedata.normalize("NFKC", str(value)))
         if not match:
-            return None
+            return None, f"not a number: {str(value)[:40]!r}"
         number, scale = float(match.group(1)), match.group(2)
     if scale is not None and float(scale) != SCORE_MAX:
-        return None
-    return number if SCORE_MIN <= number <= SCORE_MAX else None
+        return None, f"score on another scale: {number:g}/{scale}"
+    if not SCORE_MIN <= number <= SCORE_MAX:
+        return None, f"out of range 1-10: {number:g}"
+    return number, None
+
+
+def json_value(data: dict, names: list[str]) -> tuple[bool, object]:
+    """(True, the value) of the first of `names` (any case) in a judge's JSON reply, its scores table first;
+    (False, None) when the reply names none of them."""
+    containers = [data]
+    for key in ("scores", "评分", "各维度评分", "维度评分", "dimensions"):
+        if isinstance(data.get(key), dict):
+            containers.insert(0, data[key])
+    for container in containers:
+        lowered = {str(k).strip().lower(): v for k, v in container.items()}
+        for name in names:
+            if name.lower() in lowered:
+                return True, lowered[name.lower()]
+    return False, None
 
 
 def _line_pattern(name: str) -> re.Pattern:
+    # "名称：8", "名称 得分: 8分", "**名称**：8/10", "名称（…）：8"
     return re.compile(re.escape(name) + r"[*\s]*(?:\([^)\n]{0,30}\))?[*\s]*(?:得分|评分|分数)?[*\s]*[:=]\s*[*\s]*"
                       r"([^\s,;。，；*]+(?:\s*/\s*\d+)?)", re.IGNORECASE)
 
 
+def line_score(text: str, names: list[str]) -> tuple[bool, float | None, str | None]:
+    """(found, score, why not) from the lines of a prose reply, for the first of `names` it mentions: scores
+    follow the analysis, so the last mention that reads as a score wins."""
+    for name in names:
+        found = list(_line_pattern(name).finditer(text))
+        score, why = None, None
+        for match in reversed(found):
+            score, why = score_value(match.group(1))
+            if score is not None:
+                break
+        if found:
+            return True, score, why
+    return False, None, None
+
+
 def judge_score(reply: str | None, names: list[str]) -> float | None:
     """The score a judge's reply gives the dimension known by `names` (its Chinese name, other names, its id):
-    from the JSON object (or its scores table) when the reply is one, else the last line that reads as a score;
-    None when missing or not a score from 1 to 10."""
+    from the JSON object (or its scores table) when the reply is one and names it, else the last line that reads
+    as a score; None when missing or not a score from 1 to 10."""
     text = unicodedata.normalize("NFKC", reply or "")
     try:
         data = extract_json(text)
     except ValueError:
         data = None
     if isinstance(data, dict):
-        containers = [data]
-        for key in ("scores", "评分", "各维度评分", "维度评分", "dimensions"):
-            if isinstance(data.get(key), dict):
-                containers.insert(0, data[key])
-        for container in containers:
-            lowered = {str(k).strip().lower(): v for k, v in container.items()}
-            for name in names:
-                if name.lower() in lowered:
-                    return _score_of(lowered[name.lower()])
-    for name in names:
-        found = list(_line_pattern(name).finditer(text))
-        for match in reversed(found):
-            score = _score_of(match.group(1))
-            if score is not None:
-                return score
+        found, value = json_value(data, names)
         if found:
-            return None
-    return None
+            return score_value(value)[0]
+    return line_score(text, names)[1]
