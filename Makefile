@@ -94,9 +94,9 @@ test: setup setup-review setup-harness
 test-smollm: setup
 	$(BIN)/python -m pytest -q -m smollm_pipeline
 
-# The quick modes of the benches that run whole nightly commands (bench/nightly_scale.py: seven nightlies,
-# bench/fanout_nightly.py: two and a Prefect deployment; about ten minutes on 2 cores), kept out of `make test`
-# so the suite stays under fifteen minutes.
+# The quick modes of the benches that run whole nightly commands alone (bench/nightly_scale.py: seven nightlies,
+# bench/disk_full_nightly.py: three points of two nights, bench/fanout_nightly.py: two and a Prefect deployment);
+# `make test` runs them too.
 test-bench: setup
 	$(BIN)/python -m pytest -q -m nightly_bench tests/bench
 

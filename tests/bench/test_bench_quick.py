@@ -52,7 +52,7 @@ def test_every_bench_script_has_a_quick_mode_check():
     assert all((BENCH.parent / test).is_file() for test in OWN_TEST.values())
 
 
-# benches whose quick mode runs whole nightly commands: `make test-bench` (pyproject.toml's marker nightly_bench)
+# benches whose quick mode runs whole nightly commands (marker nightly_bench: `make test` runs them, `make test-bench` alone)
 NIGHTLY_BENCHES = {"fanout_nightly.py"}
 
 

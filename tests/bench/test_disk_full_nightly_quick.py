@@ -1,5 +1,5 @@
 """bench/disk_full_nightly.py in its quick mode: three random points of the nightly on the samples, each on a disk
-filled to fail the night somewhere, then the night after (whole nightly commands: minutes, so `make test-bench`).
+filled to fail the night somewhere, then the night after (whole nightly commands: minutes; marker nightly_bench).
 What every point must show is asserted, not only printed: the night failed naming the disk, no nightly recorded
 succeeded, the warehouse opens, nothing partial visible, the next night identical to an undisturbed one."""
 from __future__ import annotations
