@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPLAY_FILE = FIXTURES / "replay" / "casefacts_review.jsonl"
 LABELS_FILE = FIXTURES / "review" / "casefacts_labels.json"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "unit"))
 from casefacts_double import DEMO_CASE_FILES, DEMO_CONFIG, ScriptedLegalBackendDouble  # noqa: E402
 
 # The six demo cases and fourteen more sample cases, all loaded from the real samples.

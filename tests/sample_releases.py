@@ -21,7 +21,7 @@ class SampleReleases:
 
 
 def _casefacts(samples: Path, db: Path, folder: Path) -> Path:
-    from unit.casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases
+    from casefacts_double import DEMO_CONFIG, REPLAY_FILE, load_demo_cases
 
     from caseforge.llm.backends.replay import ReplayBackend
     from caseforge.stage_report import StageReport

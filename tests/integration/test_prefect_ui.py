@@ -39,7 +39,9 @@ def test_the_ui_tells_the_nightlys_story(prefect_server, nightly_flow_run, night
     server, run, page = prefect_server, nightly_flow_run, browsing.page
     summary = nightly_artifacts["nightly-summary"]
     run_id = int(re.match(r"Nightly run (\d+):", summary["description"])[1])
-    stages = {f"{row['stage']}-{row['name']}".replace(" ", "-"): row["status"] for row in _rows(summary)}   # Stage.task_name
+    keys = {f"{row['stage']}-{row['name']}".replace(" ", "-"): f"{row['stage']} {row['name']}"   # Stage.task_name
+            for row in _rows(summary)}                                                        # → Stage.key
+    stages = {name: row["status"] for name, row in zip(keys, _rows(summary))}
     task_runs = {t["name"]: t for t in server.api("POST", "/task_runs/filter", json={
         "flow_runs": {"id": {"any_": [run["id"]]}}}).json()}
     failed = [name for name, status in stages.items() if status in ("failed", "quarantined")]
@@ -65,7 +67,7 @@ def test_the_ui_tells_the_nightlys_story(prefect_server, nightly_flow_run, night
     page.wait_for_timeout(2000)                       # the canvas draws after its data arrives
     browsing.shot("nightly-timeline")
     for name in skipped:                                  # a skipped stage says why, as Completed
-        assert task_runs[name]["state"]["message"].startswith(f"{name.replace('-', ' ', 1)} skipped: "), task_runs[name]
+        assert task_runs[name]["state"]["message"].startswith(f"{keys[name]} skipped: "), task_runs[name]
 
     # the failed stage's page shows its one line, the state message (no repr, no "NoneType: None")
     line = task_runs["builder-casefacts"]["state"]["message"]

@@ -36,7 +36,7 @@ from caseforge.tasks.hudoc.readers import parse_document
 from caseforge.warehouse.connection import connect
 
 from registry_doubles import BuilderDouble, ReleaseDouble
-from unit.upstream_doubles import LoopbackUpstreamDouble, Route
+from upstream_doubles import LoopbackUpstreamDouble, Route
 
 pytestmark = [pytest.mark.slow, pytest.mark.samples]
 

@@ -5,7 +5,7 @@ import pytest
 from caseforge.tasks.aquaechr.eval.citations import Citation, Sentence
 from caseforge.tasks.aquaechr.eval.metrics import (aggregate, citation_faithfulness, citation_prf, claim_recall,
                                             evidence_nli, greedy_match_f1, rouge_l)
-from tests.unit.aquaechr_eval_doubles import SubstringNLIDouble
+from aquaechr_eval_doubles import SubstringNLIDouble
 
 
 def test_rouge_l_by_hand():

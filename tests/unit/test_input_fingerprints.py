@@ -79,25 +79,13 @@ def test_one_row_changed_deep_in_a_big_input_runs_the_builder(big_input):
     assert gated(con, builder) == "succeeded" and builder.runs == 5
 
 
-def cpu_s(run, times: int = 3) -> float:
-    """The least CPU time (all of the process's threads) of `times` runs."""
-    spent = []
-    for _ in range(times):
-        started = time.process_time()
-        run()
-        spent.append(time.process_time() - started)
-    return min(spent)
-
-
 def test_the_fingerprint_reads_the_journal_not_the_rows(big_input):
-    """Before issue 43 a fingerprint hashed every row (the defect: a night's cost grew with what is stored);
-    now it costs less than half of one pass over the rows (and the same whatever their number)."""
+    """Before issue 43 a fingerprint hashed every row (the defect: a night's cost grew with what is stored); now a
+    curated table's is made of counts and DuckDB's storage facts alone, with no hash of its rows (what that saves at
+    real sizes is bench/nightly_scale.py's to measure, not a timed unit test's); another schema's table is hashed."""
     fingerprint = table_fingerprint(big_input, "curated.echr_paragraphs")
     assert set(fingerprint) == {"rows", "changes", "last_change", "columns", "storage"}
     assert fingerprint["rows"] == JUDGMENTS * PARAGRAPHS_EACH
-    one_pass = cpu_s(lambda: big_input.execute("SELECT sum(hash(t)::HUGEINT) FROM curated.echr_paragraphs t").fetchall())
-    journaled = cpu_s(lambda: table_fingerprint(big_input, "curated.echr_paragraphs"))
-    assert journaled < one_pass / 2, (journaled, one_pass)
     assert table_fingerprint(big_input, "ops.runs").keys() == {"rows", "hash"}     # not journaled: hashed
 
 
