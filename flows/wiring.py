@@ -117,7 +117,9 @@ def _bridge_prefects_sigterm_handler() -> None:
             raise TerminationSignal(signal=sig_num)
 
     caseforge_sigterm_handler.caseforge = True
-    # A patch of Prefect's internals, because Prefect 3.8.8 offers no hook for its SIGTERM handler: the flow engine
-    # installs this module attribute (capture_sigterm) and tells a cancellation it may acknowledge by comparing the
-    # installed handler with it, so only replacing the attribute keeps both working.
+    # A patch of Prefect's internals, because Prefect 3.8.8 offers no hook for its SIGTERM handler (how 3.x flows
+    # meet SIGTERM: PrefectHQ/prefect#14219, #14013): the flow engine installs this module attribute
+    # (capture_sigterm) and tells a cancellation it may acknowledge by comparing the installed handler with it, so
+    # only replacing the attribute keeps both working. tests/unit/test_stop_handler_reentry.py reads the attribute
+    # and runs the bridge: a Prefect without it fails that test.
     prefect_engine._prefect_sigterm_handler = caseforge_sigterm_handler

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import CI_ARTIFACTS, SCREEN
+from prefect_runs import CI_ARTIFACTS, SCREEN
 
 # the first test to use nightly_flow_run waits for the whole nightly (conftest's NIGHTLY_DEADLINE_S) inside
 # pytest-timeout's budget

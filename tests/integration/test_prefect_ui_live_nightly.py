@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
-from conftest import CI_ARTIFACTS as ARTIFACTS_DIR, PROJECT_ROOT, capture_nightly_log, prefect_file_for_test
+from prefect_runs import CI_ARTIFACTS as ARTIFACTS_DIR, PROJECT_ROOT, capture_nightly_log, prefect_file_for_test
 
 POOL = "caseforge-live-test-pool"
 DEPLOYMENT = "nightly-live"
