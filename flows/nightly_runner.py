@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+import duckdb
+
 from caseforge.disk_full import DiskFull, disk_full_line
 from caseforge.fingerprints import inputs_fingerprint, last_fingerprint, record_fingerprint, value_fingerprint
 from caseforge.flows import registry
@@ -147,6 +149,7 @@ def _gated(night: Night, stage: Stage, started: float) -> StageOutcome:
     missing = [t for t in stage.inputs if not table_exists(con, t)]
     if missing:
         return StageOutcome(stage.kind, stage.name, "skipped", {}, 0.0, [], f"input missing: {', '.join(missing)}")
+    _checkpoint(con)
     fingerprint, per_table = inputs_fingerprint(con, stage.inputs)
     depends = stage.depends(con) if stage.depends else None
     if depends:
@@ -165,6 +168,17 @@ def _gated(night: Night, stage: Stage, started: float) -> StageOutcome:
         record_fingerprint(con, stage.kind, stage.name, fingerprint, {"tables": per_table, "depends": depends or {}},
                            night.run_id)
     return outcome
+
+
+def _checkpoint(con) -> None:
+    """The warehouse's tables as the file will hold them: a fingerprint carries DuckDB's storage facts, which the
+    checkpoint at the file's close moves for a table written since the last one, so a fingerprint recorded before it
+    would read as changed the next night. A checkpoint refused (another transaction open) leaves that: a stage run
+    once more, never one skipped."""
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        log.info("no checkpoint before a fingerprint: %s", exc)
 
 
 def _record_replayed_files(night: Night, stage: Stage, outcome: StageOutcome, samples_dir: Path) -> None:
