@@ -28,6 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from doc_pages import read
@@ -93,6 +94,9 @@ def setup_sh(prefect_server):
     shard store, and neither the venv's prefect nor its python on PATH: it must find them itself."""
     env = {k: v for k, v in prefect_server.env.items() if k not in ("PREFECT", "PYTHON", "VIRTUAL_ENV")}
     env.update(PATH="/usr/local/bin:/usr/bin:/bin", GPU_POOL_TYPE="kubernetes", CASEFORGE_FANOUT_STORE=K8S_STORE)
+    # as on a server that has no GPU pool yet: the shared server may hold one another module's setup.sh made (of the
+    # default type, docker), and a work pool's type cannot change
+    httpx.delete(f"{prefect_server.url}/api/work_pools/caseforge-gpu", timeout=30)     # 404 when there is none
     done = subprocess.run(["bash", "deployments/setup.sh"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
