@@ -12,7 +12,9 @@ Each point must show: the night ends failed (exit 1) with one line naming the di
 and no partial mirror generation (the mirror's link names a generation whose files are all there); and the next
 night ends with the same tables (curated and eval, without run ids and times) and the same release files as the
 undisturbed night. The builders and the CaseGen evaluation answer from a replay file recorded first from the schema
-test double of bench/nightly_scale.py (never a model), as the nights of that bench do. `--quick`: 3 points.
+test double of bench/nightly_scale.py (never a model), as the nights of that bench do. `--quick`: 1 point (each
+stage's own full disk is tests/integration/test_disk_full_stages.py's). Each point is written to points.jsonl in the
+work folder as it ends; `--summarize WORK` prints the report of the points a stopped sweep finished.
 """
 from __future__ import annotations
 
@@ -154,7 +156,9 @@ def inside(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100)
-    parser.add_argument("--quick", action="store_true", help="3 points")
+    parser.add_argument("--quick", action="store_true", help="1 point")
+    parser.add_argument("--summarize", type=Path, metavar="WORK",
+                        help="print the report of the points finished in WORK (a sweep run with --keep, stopped)")
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--work", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true",
@@ -166,7 +170,10 @@ def main() -> None:
     if args.inside:
         inside(args)
         return
-    points = 3 if args.quick else args.points
+    if args.summarize:
+        summarize(args.summarize)
+        return
+    points = 1 if args.quick else args.points
     scale = load_nightly_scale()
     samples = scale.scale.samples_dir()
     work = (args.work or Path(tempfile.mkdtemp(prefix="caseforge-disk-full-"))).resolve()
@@ -194,15 +201,17 @@ def main() -> None:
                     "releases": releases_digest(reference.parent / "releases")}
         say(f"undisturbed night: exit {undisturbed['exit']}, {needs / 2**20:.1f} MiB on its disk")
         draw = random.Random(args.seed)
-        leaves = sorted(draw.randrange(0, int(needs * 0.95)) for _ in range(points))
+        leaves = [draw.randrange(0, int(needs * 0.95)) for _ in range(points)]     # drawn order: a sweep stopped
+        #                                                     early has still covered the whole night
         plan = work / "plan.json"
         plan.write_text(json.dumps({"points": leaves, "samples": str(samples), "expected": expected,
+                                    "undisturbed": undisturbed,
                                     "log": str(work / "points.jsonl"),
                                     "keep_differing": str(work / "differing") if args.keep else None, "env": {
                                         k: env[k] for k in env if k.startswith(("CASEFORGE_", "PREFECT_"))}}))
         disk = work / "disk"
         size_mb = int(needs * 1.5 / 2**20) + 64
-        say(f"{points} points, free bytes from {leaves[0]:,} to {leaves[-1]:,}, on a {size_mb} MiB tmpfs")
+        say(f"{points} points, free bytes from {min(leaves):,} to {max(leaves):,}, on a {size_mb} MiB tmpfs")
         started = time.monotonic()
         done = in_small_disks([(disk, f"{size_mb}m")], [sys.executable, str(Path(__file__).resolve()), "--inside",
                                                          "--plan", str(plan), "--disk", str(disk)],
@@ -216,6 +225,18 @@ def main() -> None:
             scale.stop_server(env)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def summarize(work: Path) -> None:
+    """The report of the points a sweep finished (points.jsonl), with what its plan recorded."""
+    plan = json.loads((work / "plan.json").read_text())
+    log = work / "points.jsonl"
+    results = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    if not results:
+        raise SystemExit(f"bench: no finished point in {log}")
+    print(f"(a stopped sweep: {len(results)} of {len(plan['points'])} points finished)")
+    report(results, plan["expected"], plan["undisturbed"], work / "disk",
+           sum(p["failed_s"] + p["next_s"] for p in results))
 
 
 def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, seconds: float) -> None:
