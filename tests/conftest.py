@@ -15,6 +15,7 @@ os.environ["CASEFORGE_PREFECT_SERVER"] = "ephemeral"
 # before it. absl (imported by rouge_score) makes one on the sys.stderr of that moment, which under
 # pytest is the capture file: closed, it crashes the rest of the session. Import Prefect first.
 import prefect.main  # noqa: E402,F401  (prefect.main is what sets logging up)
+from xdist_groups import assign_groups  # noqa: E402
 
 
 def _samples_path() -> Path:
@@ -58,20 +59,9 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
 
 
-# `make test` runs the suite on several pytest-xdist workers (`-n`, `--dist loadgroup`): each worker is a process
-# of its own, with its own session fixtures. The tests that share a server started once per session (the first
-# fixture of a row that a test uses, directly or through others) are sent to one worker, so that server starts once.
-SHARED_SERVERS = (("label_studio", "label-studio"), ("prefect_server", "prefect-server"),
-                  ("harness_releases", "harness-releases"), ("shared_server_cli_env", "cli-prefect-server"),
-                  ("s3_server", "seaweedfs"))
-
-
+@pytest.hookimpl(tryfirst=True)        # before pytest-xdist's own hook, which reads the groups (tests/xdist_groups.py)
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        used = set(getattr(item, "fixturenames", ()))
-        group = next((name for fixture, name in SHARED_SERVERS if fixture in used), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    assign_groups(items)
 
 
 def pytest_sessionfinish(session, exitstatus):
