@@ -88,7 +88,7 @@ run: setup
 # worker (tests/conftest.py, SHARED_SERVERS), so that server starts once.
 TEST_WORKERS ?= 3
 test: setup setup-review setup-harness
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
 test-smollm: setup
