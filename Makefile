@@ -26,11 +26,13 @@ $(VENV)/.installed: requirements.lock requirements-nodeps.lock pyproject.toml se
 
 setup: $(VENV)/.installed
 
-# Label Studio in an environment of its own (`caseforge review`, docs/review.md; about 1 GB, no torch).
-$(REVIEW_VENV)/.installed: requirements-review.lock
-	$(PYTHON) -m venv $(REVIEW_VENV)
-	$(REVIEW_VENV)/bin/pip install --quiet --upgrade pip
-	$(REVIEW_VENV)/bin/pip install --quiet -r requirements-review.lock
+# The programs caseforge drives without importing, each in a venv of its own pinned in requirements-NAME.lock:
+# .venv-review, Label Studio (`caseforge review`, docs/review.md; about 1 GB, no torch), and .venv-harness, the
+# harnesses a release's tasks run in (inspect-ai, lm-eval; without caseforge: tests/integration/test_release_harness.py).
+.venv-%/.installed: requirements-%.lock
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/pip install --quiet --upgrade pip
+	.venv-$*/bin/pip install --quiet -r $<
 	touch $@
 
 setup-review: $(REVIEW_VENV)/.installed
@@ -60,15 +62,7 @@ $(VENV)/.worker: requirements.lock requirements-worker.txt pyproject.toml setup.
 
 setup-worker: $(VENV)/.worker
 
-# The harnesses a release's tasks run in (inspect-ai, lm-eval), pinned in requirements-harness.lock, in a venv of their
-# own without caseforge: the tests run every release's harness tasks there (tests/integration/test_release_harness.py).
 HARNESS_VENV := .venv-harness
-$(HARNESS_VENV)/.installed: requirements-harness.lock
-	$(PYTHON) -m venv $(HARNESS_VENV)
-	$(HARNESS_VENV)/bin/pip install --quiet --upgrade pip
-	$(HARNESS_VENV)/bin/pip install --quiet -r requirements-harness.lock
-	touch $@
-
 setup-harness: $(HARNESS_VENV)/.installed
 
 # The main job: the nightly refresh of every source on the recorded samples (no network needed).
@@ -85,7 +79,7 @@ run: setup
 	exit $$code
 
 # The suite on TEST_WORKERS pytest-xdist workers; the tests that share a server started once per session go to one
-# worker (tests/conftest.py, SHARED_SERVERS), so that server starts once.
+# worker (tests/xdist_groups.py), so that server starts once; so do the tests of one integration module.
 TEST_WORKERS ?= 3
 test: setup setup-review setup-harness
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
