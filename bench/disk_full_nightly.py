@@ -1,7 +1,12 @@
 """A full disk at random points of the nightly (issue 43, item 3): `caseforge run nightly --from-samples` on the
 samples, each time on a small disk (a tmpfs mounted in a private user and mount namespace, tests/small_disks.py) that
-a filler leaves N bytes free, N drawn at random (seeded) below what an undisturbed night leaves on its disk, so
-every night runs out of space somewhere along the way; then the filler goes and the nightly runs again. (The
+a filler fills at a random point of the night, so every night runs out of space somewhere along the way; then the
+filler goes and the nightly runs again. A point is drawn at random (seeded) in one of two ways:
+
+- `--by time` (the default): a moment below 95% of the undisturbed night's wall time; the filler takes the whole
+  disk then, whatever stage is running (points spread over the night's stages as its time is);
+- `--by bytes`: N bytes left free before the night starts, N below what an undisturbed night leaves on its disk
+  (points spread as the night's writes are: most land in the sources, which write most of the bytes). (The
 release card's quality-gate section is compared apart: it reports the batches of the run that last validated each
 table, so a night that resumed another's work shows other counts there.)
 
@@ -51,12 +56,23 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def nightly(db: Path, samples: Path, env: dict) -> dict:
-    done = subprocess.run([sys.executable, "-m", "caseforge", "run", "nightly", "--from-samples", "--samples",
-                           str(samples), "--db", str(db), "--release-dir", str(db.parent / "releases")],
-                          env=env, capture_output=True, text=True, timeout=3600)
-    said = [line.removeprefix("caseforge: ") for line in done.stderr.splitlines() if line.startswith("caseforge: ")]
-    return {"exit": done.returncode, "said": said, "tail": done.stderr[-1500:]}
+def nightly(db: Path, samples: Path, env: dict, fill_after: float | None = None) -> dict:
+    """The nightly on the samples into `db`; with `fill_after`, the disk of `db` is filled that many seconds in."""
+    command = [sys.executable, "-m", "caseforge", "run", "nightly", "--from-samples", "--samples", str(samples),
+               "--db", str(db), "--release-dir", str(db.parent / "releases")]
+    with tempfile.TemporaryFile("w+") as stderr:       # not on the small disk
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        filled = None
+        if fill_after is not None:
+            try:
+                process.wait(timeout=fill_after)
+            except subprocess.TimeoutExpired:
+                filled = fill(db.parent.parent)
+        code = process.wait(timeout=3600)
+        stderr.seek(0)
+        text = stderr.read()
+    said = [line.removeprefix("caseforge: ") for line in text.splitlines() if line.startswith("caseforge: ")]
+    return {"exit": code, "said": said, "tail": text[-1500:], "filled_bytes": filled}
 
 
 def used_bytes(folder: Path) -> int:
@@ -120,16 +136,21 @@ def inside(args) -> None:
     plan = json.loads(Path(args.plan).read_text())
     env = {**os.environ, **plan["env"]}
     samples, disk = Path(plan["samples"]), Path(args.disk)
-    for number, leave in enumerate(plan["points"], start=1):
+    for number, drawn in enumerate(plan["points"], start=1):
         for path in disk.iterdir():
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         db = disk / "night" / "cf.duckdb"
         db.parent.mkdir()
-        fill(disk, leave)
         started = time.monotonic()
-        failed = nightly(db, samples, env)
-        point = {"point": number, "free_bytes": leave, "failed": failed, "after_failure": visible_state(db),
-                 "failed_s": round(time.monotonic() - started, 1)}
+        if plan.get("by", "bytes") == "bytes":
+            fill(disk, drawn)
+            failed = nightly(db, samples, env)
+            point = {"point": number, "free_bytes": drawn}
+        else:
+            failed = nightly(db, samples, env, fill_after=drawn)
+            point = {"point": number, "fill_at_s": drawn}
+        point.update({"failed": failed, "after_failure": visible_state(db),
+                      "failed_s": round(time.monotonic() - started, 1)})
         unfill(disk)
         started = time.monotonic()
         point["next"] = nightly(db, samples, env)
@@ -160,6 +181,8 @@ def main() -> None:
     parser.add_argument("--summarize", type=Path, metavar="WORK",
                         help="print the report of the points finished in WORK (a sweep run with --keep, stopped)")
     parser.add_argument("--seed", type=int, default=43)
+    parser.add_argument("--by", choices=("time", "bytes"), default="time",
+                        help="draw each point as a moment of the night (default) or as the bytes left free")
     parser.add_argument("--work", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work folder (and a copy of each point whose next night differs, in differing/)")
@@ -195,23 +218,27 @@ def main() -> None:
         say("undisturbed night")
         reference = work / "reference" / "cf.duckdb"
         reference.parent.mkdir(parents=True)
+        started = time.monotonic()
         undisturbed = nightly(reference, samples, env)
+        takes = time.monotonic() - started
         needs = used_bytes(reference.parent)
         expected = {"tables": table_digests(reference, ("curated", "eval")),
                     "releases": releases_digest(reference.parent / "releases")}
-        say(f"undisturbed night: exit {undisturbed['exit']}, {needs / 2**20:.1f} MiB on its disk")
+        say(f"undisturbed night: exit {undisturbed['exit']}, {takes:.0f} s, {needs / 2**20:.1f} MiB on its disk")
         draw = random.Random(args.seed)
-        leaves = [draw.randrange(0, int(needs * 0.95)) for _ in range(points)]     # drawn order: a sweep stopped
-        #                                                     early has still covered the whole night
+        # in the order drawn: a sweep stopped early has still covered the whole night
+        drawn = ([round(draw.uniform(0, takes * 0.95), 1) for _ in range(points)] if args.by == "time" else
+                 [draw.randrange(0, int(needs * 0.95)) for _ in range(points)])
         plan = work / "plan.json"
-        plan.write_text(json.dumps({"points": leaves, "samples": str(samples), "expected": expected,
+        plan.write_text(json.dumps({"points": drawn, "by": args.by, "samples": str(samples), "expected": expected,
                                     "undisturbed": undisturbed,
                                     "log": str(work / "points.jsonl"),
                                     "keep_differing": str(work / "differing") if args.keep else None, "env": {
                                         k: env[k] for k in env if k.startswith(("CASEFORGE_", "PREFECT_"))}}))
         disk = work / "disk"
         size_mb = int(needs * 1.5 / 2**20) + 64
-        say(f"{points} points, free bytes from {min(leaves):,} to {max(leaves):,}, on a {size_mb} MiB tmpfs")
+        unit = " s into the night" if args.by == "time" else " bytes free"
+        say(f"{points} points, from {min(drawn):,}{unit} to {max(drawn):,}{unit}, on a {size_mb} MiB tmpfs")
         started = time.monotonic()
         done = in_small_disks([(disk, f"{size_mb}m")], [sys.executable, str(Path(__file__).resolve()), "--inside",
                                                          "--plan", str(plan), "--disk", str(disk)],
@@ -254,14 +281,15 @@ def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, s
         summary["next_night_identical"] += identical
         summary["card_quality_gate_differs"] += bool(point["card_gate_differs"])
         stage = line.split(": the disk is full", 1)[0] if "the disk is full" in line else line[:60]
-        rows.append(f"| {point['point']} | {point['free_bytes']:,} | {point['failed']['exit']} | {stage} | "
+        drawn = f"{point['fill_at_s']} s in" if "fill_at_s" in point else f"{point['free_bytes']:,} bytes free"
+        rows.append(f"| {point['point']} | {drawn} | {point['failed']['exit']} | {stage} | "
                     f"{'yes' if named else 'NO'} | {','.join(point['after_failure']['nightly'])} | "
                     f"{point['next']['exit']} | {'yes' if identical else 'NO: ' + ', '.join(point['differs'])} | "
                     f"{point['failed_s']} | {point['next_s']} |")
     print(f"bench/disk_full_nightly.py: {len(results)} points in {seconds / 60:.0f} minutes; the undisturbed night "
           f"exited {undisturbed['exit']}")
     print()
-    print("| point | bytes free | exit | stage named | disk named | nightly recorded | next night exit | "
+    print("| point | disk filled | exit | stage named | disk named | nightly recorded | next night exit | "
           "next night identical | failed night s | next night s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))

@@ -18,14 +18,22 @@ def staging_name(name: str, kind: str = "tmp") -> str:
 
 
 @contextmanager
-def renamed_into_place(path: str | Path) -> Iterator[Path]:
+def renamed_into_place(path: str | Path, *, keep_existing: bool = False) -> Iterator[Path]:
     """A temporary sibling of `path` to make the new file or link at; renamed over `path` when the block ends
-    without an error, removed otherwise (leaving `path` as it was)."""
+    without an error, removed otherwise (leaving `path` as it was). `keep_existing`: a file that is at `path` by
+    then is kept and the new one dropped (two processes making the same new file: the first one stays)."""
     target = Path(path)
     partial = target.parent / staging_name(target.name)
     try:
         yield partial
-        os.replace(partial, target)
+        if keep_existing:
+            try:
+                os.link(partial, target)
+            except FileExistsError:
+                pass
+            partial.unlink()
+        else:
+            os.replace(partial, target)
     except BaseException as exc:
         partial.unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:

@@ -83,7 +83,8 @@ def _size(n: int) -> str:
 
 
 # what caseforge keeps where, by the names settings give it (caseforge.settings): a path tells what was written
-_KINDS = ((re.compile(r"-archive/"), "the archive"), (re.compile(r"\.duckdb(\.wal)?$|\.duckdb\.tmp/"), "the warehouse"),
+_KINDS = ((re.compile(r"-archive/"), "the archive"),
+          (re.compile(r"\.duckdb(\.wal)?$|\.duckdb\.tmp/|\.duckdb\.[0-9a-f]{32}\.tmp(\.wal)?$"), "the warehouse"),
           (re.compile(r"-parquet(\.d)?/"), "the Parquet mirror"), (re.compile(r"-runs/"), "the run folder"),
           (re.compile(r"-releases/|release"), "a release"))
 

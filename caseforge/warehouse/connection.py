@@ -17,7 +17,7 @@ from typing import Iterator
 import duckdb
 
 from caseforge import processes
-from caseforge.atomic import write_atomically
+from caseforge.atomic import renamed_into_place, write_atomically
 from caseforge.settings import load_settings
 from caseforge.warehouse.errors import WarehouseBusy, WarehouseCorrupt, WarehouseError
 from caseforge.warehouse.migrations import migrate, refuse_unknown_migrations
@@ -123,6 +123,9 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
         raise FileNotFoundError(f"no warehouse at {db_path}; run an ingest first or pass --db")
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
+        if not db_path.exists() or db_path.stat().st_size == 0:
+            with _CONNECT_LOCK:
+                _create(db_path)
     if busy_wait_s is None:
         busy_wait_s = 0.0 if read_only else load_settings().busy_wait_s
     deadline = time.monotonic() + busy_wait_s
@@ -161,6 +164,25 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
     finally:
         if waiting and not read_only:
             _withdraw_waiting(db_path)
+
+
+def _create(db_path: Path) -> None:
+    """A new warehouse appears whole or not at all. DuckDB, when the disk fills (or the process dies) as it makes a
+    database, leaves an empty or part-written file that no later open accepts; so the file is made and migrated under
+    a temporary name beside `db_path` and put in place when it is complete. An empty file at `db_path` (left so by
+    an older caseforge) holds nothing and is replaced."""
+    if db_path.exists() and db_path.stat().st_size == 0:
+        db_path.unlink()
+    with renamed_into_place(db_path, keep_existing=True) as partial:
+        try:
+            con = duckdb.connect(str(partial))
+            try:
+                migrate(con)
+            finally:
+                con.close()
+        except BaseException:
+            Path(f"{partial}.wal").unlink(missing_ok=True)
+            raise
 
 
 @contextmanager
