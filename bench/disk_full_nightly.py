@@ -13,7 +13,7 @@ table, so a night that resumed another's work shows other counts there.)
     .venv/bin/python bench/disk_full_nightly.py [--points 100] [--quick] [--seed 43] [--work DIR] [--keep]
 
 Each point must show: the night ends failed (exit 1) with one line naming the disk; no nightly recorded
-`succeeded`; the warehouse opens; no partial release (every release folder there verifies against its manifest)
+`succeeded`; the warehouse opens (or none was made: the disk filled before the night made one); no partial release (every release folder there verifies against its manifest)
 and no partial mirror generation (the mirror's link names a generation whose files are all there); and the next
 night ends with the same tables (curated and eval, without run ids and times) and the same release files as the
 undisturbed night. The builders and the CaseGen evaluation answer from a replay file recorded first from the schema
@@ -102,18 +102,27 @@ def releases_digest(folder: Path) -> dict:
     return found
 
 
+NONE_MADE = "none made"      # the disk filled before the night had made its warehouse: nothing there to open
+
+
 def visible_state(db: Path) -> dict:
     """What a reader sees after a night: the nightly runs recorded, the warehouse opening, each release folder
     verifying against its manifest, and the mirror's generation complete."""
     from caseforge.release.writer import verify_release
 
     state = {"opens": "yes", "nightly": [], "partial": []}
+    if not db.exists():
+        state["opens"] = NONE_MADE
     try:
         import duckdb
 
+        if not db.exists():
+            raise FileNotFoundError(db)
         con = duckdb.connect(str(db), read_only=True)
         state["nightly"] = [s for (s,) in con.execute("SELECT status FROM ops.runs WHERE kind = 'nightly'").fetchall()]
         con.close()
+    except FileNotFoundError:
+        pass
     except Exception as exc:  # noqa: BLE001 - reported per point
         state["opens"] = f"{type(exc).__name__}: {exc}"
     for release in sorted((db.parent / "releases").glob("*")):
@@ -276,7 +285,7 @@ def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, s
         identical = not point["differs"]
         summary["failed_naming_the_disk"] += named
         summary["nightly_recorded_succeeded"] += "succeeded" in point["after_failure"]["nightly"]
-        summary["warehouse_opens"] += point["after_failure"]["opens"] == "yes"
+        summary["warehouse_opens"] += point["after_failure"]["opens"] in ("yes", NONE_MADE)
         summary["partial_visible"] += bool(point["after_failure"]["partial"] or point["after_next"]["partial"])
         summary["next_night_identical"] += identical
         summary["card_quality_gate_differs"] += bool(point["card_gate_differs"])
