@@ -13,8 +13,8 @@ table, so a night that resumed another's work shows other counts there.)
     .venv/bin/python bench/disk_full_nightly.py [--points 100] [--quick] [--seed 43] [--work DIR] [--keep]
 
 Each point must show: the night ends failed (exit 1) with one line naming the disk; no nightly recorded
-`succeeded`; the warehouse opens (or none was made: the disk filled before the night made one); no partial release (every release folder there verifies against its manifest)
-and no partial mirror generation (the mirror's link names a generation whose files are all there); and the next
+`succeeded`; the warehouse opens (or none was made: the disk filled before the night made one); no partial release
+(every release folder there verifies against its manifest) and no partial mirror generation (the mirror's link names a generation whose files are all there); and the next
 night ends with the same tables (curated and eval, without run ids and times) and the same release files as the
 undisturbed night. The builders and the CaseGen evaluation answer from a replay file recorded first from the schema
 test double of bench/nightly_scale.py (never a model), as the nights of that bench do. `--quick`: 1 point (each
