@@ -82,14 +82,14 @@ run: setup
 # worker (tests/xdist_groups.py), so that server starts once; so do the tests of one integration module.
 TEST_WORKERS ?= 3
 test: setup setup-review setup-harness
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 --junitxml=out/ci-artifacts/junit.xml
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
 test-smollm: setup
 	$(BIN)/python -m pytest -q -m smollm_pipeline
 
 # The quick modes of the benches that run whole nightly commands alone (bench/nightly_scale.py: seven nightlies,
-# bench/disk_full_nightly.py: three points of two nights, bench/fanout_nightly.py: two and a Prefect deployment);
+# bench/disk_full_nightly.py: one point of two nights, bench/fanout_nightly.py: two and a Prefect deployment);
 # `make test` runs them too.
 test-bench: setup
 	$(BIN)/python -m pytest -q -m nightly_bench tests/bench

@@ -2,9 +2,11 @@
 
 Each worker is a process with its own session and module fixtures, so tests that share one are sent to one worker,
 where it is set up once:
-- a test that uses a server started once per session (the first fixture of SHARED_SERVERS it uses, directly or
-  through others) goes to that server's group, and so does every other test of its module (their module fixtures
-  are the server's clients);
+- a test that uses a session fixture that takes a minute or more to set up (the first of SHARED_SERVERS it uses,
+  directly or through others: Label Studio's start, a deployed nightly on the Prefect server, three releases built)
+  goes to that fixture's group, and so does every other test of its module (their module fixtures are its clients);
+  the servers that start in seconds (SeaweedFS, the CLI's shared Prefect server) start once per worker instead, so
+  that the modules using them spread over the workers;
 - every other test of tests/integration and tests/bench goes to a group of its module (their module fixtures run
   whole commands: set up once, not once per worker);
 - tests/unit and tests/samples are spread one by one.
@@ -19,8 +21,7 @@ from collections import defaultdict
 import pytest
 
 SHARED_SERVERS = (("label_studio", "label-studio"), ("prefect_server", "prefect-server"),
-                  ("harness_releases", "harness-releases"), ("shared_server_cli_env", "cli-prefect-server"),
-                  ("s3_server", "seaweedfs"))
+                  ("harness_releases", "harness-releases"))
 MODULE_GROUPED = ("tests/integration/", "tests/bench/")
 
 
