@@ -3,9 +3,10 @@ samples, each time on a small disk (a tmpfs mounted in a private user and mount 
 a filler fills at a random point of the night, so every night runs out of space somewhere along the way; then the
 filler goes and the nightly runs again. A point is drawn at random (seeded) in one of two ways:
 
-- `--by time` (the default): a moment below 95% of the undisturbed night's wall time; the filler takes the whole
+- `--by time` (the default): a moment drawn as a share of a night (below 95%) of the last whole night's wall time
+  (the undisturbed night's, then each point's next night's: the machine's load moves); the filler takes the whole
   disk then, whatever stage is running (points spread over the night's stages as its time is); a night that ran
-  faster than the undisturbed one and ended before its moment is counted apart (`night_ended_before_the_fill`);
+  faster than the last one and ended before its moment is counted apart (`night_ended_before_the_fill`);
 - `--by bytes`: N bytes left free before the night starts, N below what an undisturbed night leaves on its disk
   (points spread as the night's writes are: most land in the sources, which write most of the bytes). (The
 release card's quality-gate section is compared apart: it reports the batches of the run that last validated each
@@ -146,6 +147,7 @@ def inside(args) -> None:
     plan = json.loads(Path(args.plan).read_text())
     env = {**os.environ, **plan["env"]}
     samples, disk = Path(plan["samples"]), Path(args.disk)
+    night_s = plan.get("night_s")                           # the last whole night's wall time (--by time)
     for number, drawn in enumerate(plan["points"], start=1):
         for path in disk.iterdir():
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
@@ -157,14 +159,17 @@ def inside(args) -> None:
             failed = nightly(db, samples, env)
             point = {"point": number, "free_bytes": drawn}
         else:
-            failed = nightly(db, samples, env, fill_after=drawn)
-            point = {"point": number, "fill_at_s": drawn}
+            moment = round(drawn * night_s, 1)
+            failed = nightly(db, samples, env, fill_after=moment)
+            point = {"point": number, "share": drawn, "fill_at_s": moment}
         point.update({"failed": failed, "after_failure": visible_state(db),
                       "failed_s": round(time.monotonic() - started, 1)})
         unfill(disk)
         started = time.monotonic()
         point["next"] = nightly(db, samples, env)
         point["next_s"] = round(time.monotonic() - started, 1)
+        if point["next"]["exit"] == 0:
+            night_s = point["next_s"]
         point["after_next"] = visible_state(db)
         tables, releases = table_digests(db, ("curated", "eval")), releases_digest(db.parent / "releases")
         expected = plan["expected"]
@@ -237,17 +242,18 @@ def main() -> None:
         say(f"undisturbed night: exit {undisturbed['exit']}, {takes:.0f} s, {needs / 2**20:.1f} MiB on its disk")
         draw = random.Random(args.seed)
         # in the order drawn: a sweep stopped early has still covered the whole night
-        drawn = ([round(draw.uniform(0, takes * 0.95), 1) for _ in range(points)] if args.by == "time" else
+        drawn = ([round(draw.uniform(0, 0.95), 3) for _ in range(points)] if args.by == "time" else
                  [draw.randrange(0, int(needs * 0.95)) for _ in range(points)])
         plan = work / "plan.json"
-        plan.write_text(json.dumps({"points": drawn, "by": args.by, "samples": str(samples), "expected": expected,
+        plan.write_text(json.dumps({"points": drawn, "by": args.by, "night_s": takes, "samples": str(samples),
+                                    "expected": expected,
                                     "undisturbed": undisturbed,
                                     "log": str(work / "points.jsonl"),
                                     "keep_differing": str(work / "differing") if args.keep else None, "env": {
                                         k: env[k] for k in env if k.startswith(("CASEFORGE_", "PREFECT_"))}}))
         disk = work / "disk"
         size_mb = int(needs * 1.5 / 2**20) + 64
-        unit = " s into the night" if args.by == "time" else " bytes free"
+        unit = " of a night" if args.by == "time" else " bytes free"
         say(f"{points} points, from {min(drawn):,}{unit} to {max(drawn):,}{unit}, on a {size_mb} MiB tmpfs")
         started = time.monotonic()
         done = in_small_disks([(disk, f"{size_mb}m")], [sys.executable, str(Path(__file__).resolve()), "--inside",
@@ -298,7 +304,8 @@ def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, s
         summary["next_night_identical"] += identical
         summary["card_quality_gate_differs"] += bool(point["card_gate_differs"])
         stage = line.split(": the disk is full", 1)[0] if "the disk is full" in line else line[:60]
-        drawn = f"{point['fill_at_s']} s in" if "fill_at_s" in point else f"{point['free_bytes']:,} bytes free"
+        drawn = (f"{point['fill_at_s']} s in ({point['share']:.0%})" if "fill_at_s" in point else
+                 f"{point['free_bytes']:,} bytes free")
         rows.append(f"| {point['point']} | {drawn} | {point['failed']['exit']} | {stage} | "
                     f"{'yes' if named else 'NO'} | {','.join(point['after_failure']['nightly'])} | "
                     f"{point['next']['exit']} | {'yes' if identical else 'NO: ' + ', '.join(point['differs'])} | "
