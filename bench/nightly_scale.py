@@ -40,7 +40,7 @@ it, in how many holds, the longest; the time readers held it, and how often the 
 and waited (its log line). Every `--readers-every` seconds a `caseforge sql` reader asks the warehouse a
 question, as a user would during a night: its wall seconds, and whether the warehouse or the Parquet mirror
 answered. Then the ratios the targets are about: unchanged / first (target ≤ 10%), 1% → full /
-1% → empty (target ≤ 1.3×), the peak memory of the 1% nights (flat in what is stored), and the moonshot
+1% → empty (target ≤ 1.1×, issue 43), the peak memory of the 1% nights (within 1.2×), and the moonshot
 (a 1% night at real size under 2 CPU-minutes, models excluded).
 """
 from __future__ import annotations
@@ -83,7 +83,8 @@ REAL_SIZES = scale.REAL_SIZES
 QUICK_SIZES = {"oyez": 8, "hudoc": 4, "cn": 200}
 NIGHTS = ("first", "unchanged", "1% → full", "1% → empty")
 TARGET_UNCHANGED = scale.TARGET_NOOP
-TARGET_INCREMENT = scale.TARGET_INCREMENT
+TARGET_INCREMENT = 1.1         # issue 43: the whole night's (bench/scale.py's per-source ingests keep 1.3)
+TARGET_INCREMENT_PEAK = 1.2
 MOONSHOT_CPU_S = 120.0
 RECORD_HUDOC = 250            # HUDOC documents in the record pass (no builder request reads a synthetic judgment)
 LOCK_POLL_S = 0.01
@@ -672,10 +673,11 @@ def print_ratios(nights: dict[str, dict], quick: bool) -> None:
     print("| --- | --- | --- | --- |")
     print(f"| unchanged / first, CPU (all processes) | {ratio_unchanged:.1%} | ≤ 10% | "
           f"{'met' if ratio_unchanged <= TARGET_UNCHANGED else 'MISSED'} |")
-    print(f"| 1% → full / 1% → empty, CPU (all processes) | {ratio_increment:.2f}× | ≤ 1.3× | "
+    print(f"| 1% → full / 1% → empty, CPU (all processes) | {ratio_increment:.2f}× | ≤ {TARGET_INCREMENT}× | "
           f"{'met' if ratio_increment <= TARGET_INCREMENT else 'MISSED'} |")
     print(f"| 1% → full / 1% → empty, nightly peak memory | {ratio_peak:.2f}× "
-          f"({full['nightly_peak_mb']:,.0f} vs {empty['nightly_peak_mb']:,.0f} MB) | flat in what is stored | |")
+          f"({full['nightly_peak_mb']:,.0f} vs {empty['nightly_peak_mb']:,.0f} MB) | within {TARGET_INCREMENT_PEAK}× | "
+          f"{'met' if ratio_peak <= TARGET_INCREMENT_PEAK else 'MISSED'} |")
     print(f"| unchanged / first, wall | {unchanged['wall_s'] / first['wall_s']:.1%} | | |")
     verdict = "met" if full["cpu_s"] < MOONSHOT_CPU_S else f"MISSED by {full['cpu_s'] / MOONSHOT_CPU_S:.1f}×"
     print(f"| moonshot: 1% → full, CPU s (models excluded: replay) | {full['cpu_s']:.1f} | < 120 "
