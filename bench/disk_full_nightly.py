@@ -4,7 +4,8 @@ a filler fills at a random point of the night, so every night runs out of space 
 filler goes and the nightly runs again. A point is drawn at random (seeded) in one of two ways:
 
 - `--by time` (the default): a moment drawn as a share of a night (below 95%) of the last whole night's wall time
-  (the undisturbed night's, then each point's next night's: the machine's load moves); the filler takes the whole
+  (the undisturbed night's, then the last point's failed night and the next one that did the rest: the machine's
+  load moves); the filler takes the whole
   disk then, whatever stage is running (points spread over the night's stages as its time is); a night that ran
   faster than the last one and ended before its moment is counted apart (`night_ended_before_the_fill`);
 - `--by bytes`: N bytes left free before the night starts, N below what an undisturbed night leaves on its disk
@@ -168,8 +169,9 @@ def inside(args) -> None:
         started = time.monotonic()
         point["next"] = nightly(db, samples, env)
         point["next_s"] = round(time.monotonic() - started, 1)
-        if point["next"]["exit"] == 0:
-            night_s = point["next_s"]
+        if plan.get("by") == "time":        # a whole night at the machine's load now: one that ran to its end, or
+            #                                 the failed part and the next night that did the rest
+            night_s = point["failed_s"] if failed.get("filled_bytes") is None else point["failed_s"] + point["next_s"]
         point["after_next"] = visible_state(db)
         tables, releases = table_digests(db, ("curated", "eval")), releases_digest(db.parent / "releases")
         expected = plan["expected"]
