@@ -5,9 +5,9 @@ filler goes and the nightly runs again. A point is drawn at random (seeded) in o
 
 - `--by time` (the default): a moment drawn as a share of a night (below 95%) of the last whole night's wall time
   (the undisturbed night's, then the last point's failed night and the next one that did the rest: the machine's
-  load moves); the filler takes the whole
-  disk then, whatever stage is running (points spread over the night's stages as its time is); a night that ran
-  faster than the last one and ended before its moment is counted apart (`night_ended_before_the_fill`);
+  load moves); the filler takes the whole disk then, whatever stage is running (points spread over the night's
+  stages as its time is); a night that ran faster and ended before its moment is counted apart
+  (`night_ended_before_the_fill`);
 - `--by bytes`: N bytes left free before the night starts, N below what an undisturbed night leaves on its disk
   (points spread as the night's writes are: most land in the sources, which write most of the bytes). (The
 release card's quality-gate section is compared apart: it reports the batches of the run that last validated each
