@@ -32,6 +32,7 @@ _CONNECT_LOCK = threading.Lock()
 _LOCK_HELD = re.compile(r"Could not set lock on file|Conflicting lock is held")
 _CORRUPT = re.compile(r"Corrupt database file|not a valid DuckDB database file")
 _HOLDER_PID = re.compile(r"\(PID (\d+)\)")
+IN_MEMORY = ":memory:"           # DuckDB's name for a database with no file (":memory:" or ":memory:NAME")
 BUSY_POLL_S = 0.25              # how often a waiting writer tries the file again
 BUSY_NOTE_EVERY_S = 30.0        # how often it says again that it is waiting, and for whom
 WAITING_FRESH_S = 5.0           # a "writer waiting" file not rewritten for this long is left by a dead writer
@@ -123,7 +124,7 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
         raise FileNotFoundError(f"no warehouse at {db_path}; run an ingest first or pass --db")
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
-        if not db_path.exists() or db_path.stat().st_size == 0:
+        if not str(db_path).startswith(IN_MEMORY) and (not db_path.exists() or db_path.stat().st_size == 0):
             with _CONNECT_LOCK:
                 _create(db_path)
     if busy_wait_s is None:

@@ -71,3 +71,21 @@ def test_a_warehouse_made_by_a_newer_caseforge_is_refused_to_read_and_to_write(w
     assert warehouse.read_bytes() == before              # the writer wrote nothing before it refused
     assert main(["sql", "SELECT 1", "--db", str(warehouse)]) == 2
     assert "made by a newer caseforge (migration 999)" in one_line(capsys.readouterr().err)
+
+
+def test_a_new_warehouse_is_made_whole_and_an_in_memory_one_leaves_no_file(tmp_path, monkeypatch):
+    """A new warehouse file appears complete (made under a staging name, then linked into place: nothing else is
+    left beside it); an empty file left by an older caseforge is replaced; DuckDB's `:memory:` is no file at all
+    (the fan-out worker's scratch database: a first version of the staging made a file named ':memory:')."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "new" / "cf.duckdb"
+    with connect(db) as con:
+        assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] > 0
+    assert sorted(p.name for p in db.parent.iterdir()) == ["cf.duckdb"]
+    empty = tmp_path / "empty.duckdb"
+    empty.write_bytes(b"")
+    connect(empty).close()
+    assert empty.stat().st_size > 0 and sorted(p.name for p in tmp_path.iterdir()) == ["empty.duckdb", "new"]
+    with connect(":memory:") as con:
+        assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.duckdb", "new"]
