@@ -5,6 +5,7 @@ whole-night module fixtures."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def test_tests_that_share_a_server_or_a_module_run_on_one_worker(tmp_path):
     where = tmp_path / "where.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
                            "--dist", "loadgroup", "-o", "pythonpath=tests", "tests"], cwd=suite, capture_output=True,
-                          text=True, timeout=300, env={**__import__("os").environ, "WHERE": str(where)})
+                          text=True, timeout=300, env={**os.environ, "WHERE": str(where)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workers: dict[str, set[str]] = {}
     for line in where.read_text().splitlines():
