@@ -22,7 +22,7 @@ night ends with the same tables (curated and eval, without run ids and times) an
 undisturbed night. The builders and the CaseGen evaluation answer from a replay file recorded first from the schema
 test double of bench/nightly_scale.py (never a model), as the nights of that bench do. `--quick`: 1 point (each
 stage's own full disk is tests/integration/test_disk_full_stages.py's). Each point is written to points.jsonl in the
-work folder as it ends; `--summarize WORK` prints the report of the points a stopped sweep finished.
+work folder as it ends; `--summarize WORK [WORK ...]` prints the report of the points that sweeps (stopped or not) finished, together.
 """
 from __future__ import annotations
 
@@ -143,6 +143,20 @@ def visible_state(db: Path) -> dict:
     return state
 
 
+def differences(db: Path, expected: dict) -> tuple[list[str], list[str]]:
+    """What differs from the undisturbed night: the tables and release files (the card's quality-gate section
+    apart), and the releases whose quality-gate section differs."""
+    tables, releases = table_digests(db, ("curated", "eval")), releases_digest(db.parent / "releases")
+    differs = sorted([t for t in set(tables) | set(expected["tables"]) if tables.get(t) != expected["tables"].get(t)] +
+                     [f"release {r} {name}" for r in set(releases) | set(expected["releases"])
+                      for name in set(releases.get(r, {})) | set(expected["releases"].get(r, {}))
+                      if name != "card quality gate"
+                      and releases.get(r, {}).get(name) != expected["releases"].get(r, {}).get(name)])
+    gate_differs = sorted(r for r in releases if releases[r].get("card quality gate")
+                          != expected["releases"].get(r, {}).get("card quality gate"))
+    return differs, gate_differs
+
+
 def inside(args) -> None:
     """In the namespace, `args.disk` a tmpfs: every point, one JSON line each on stdout."""
     plan = json.loads(Path(args.plan).read_text())
@@ -165,6 +179,10 @@ def inside(args) -> None:
             point = {"point": number, "share": drawn, "fill_at_s": moment}
         point.update({"failed": failed, "after_failure": visible_state(db),
                       "failed_s": round(time.monotonic() - started, 1)})
+        if failed["exit"] == 0 and failed.get("filled_bytes") is not None:
+            # the night went on after the disk was filled and ended 0: earned only if it needed no more space,
+            # that is if its own tables and releases are the undisturbed night's
+            point["own_differs"] = differences(db, plan["expected"])[0]
         unfill(disk)
         started = time.monotonic()
         point["next"] = nightly(db, samples, env)
@@ -173,16 +191,7 @@ def inside(args) -> None:
             #                                 the failed part and the next night that did the rest
             night_s = point["failed_s"] if failed.get("filled_bytes") is None else point["failed_s"] + point["next_s"]
         point["after_next"] = visible_state(db)
-        tables, releases = table_digests(db, ("curated", "eval")), releases_digest(db.parent / "releases")
-        expected = plan["expected"]
-        point["differs"] = sorted([t for t in set(tables) | set(expected["tables"])
-                                   if tables.get(t) != expected["tables"].get(t)] +
-                                  [f"release {r} {name}" for r in set(releases) | set(expected["releases"])
-                                   for name in set(releases.get(r, {})) | set(expected["releases"].get(r, {}))
-                                   if name != "card quality gate"
-                                   and releases.get(r, {}).get(name) != expected["releases"].get(r, {}).get(name)])
-        point["card_gate_differs"] = sorted(r for r in releases if releases[r].get("card quality gate")
-                                            != expected["releases"].get(r, {}).get("card quality gate"))
+        point["differs"], point["card_gate_differs"] = differences(db, plan["expected"])
         if point["differs"] and plan.get("keep_differing"):          # for a person to look at
             shutil.copytree(db.parent, Path(plan["keep_differing"]) / f"point-{number}", symlinks=True)
         line = json.dumps(point, default=str)
@@ -195,8 +204,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="1 point")
-    parser.add_argument("--summarize", type=Path, metavar="WORK",
-                        help="print the report of the points finished in WORK (a sweep run with --keep, stopped)")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="WORK",
+                        help="print the report of the points finished in each WORK (sweeps run with --keep, "
+                             "stopped or not), together")
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--by", choices=("time", "bytes"), default="time",
                         help="draw each point as a moment of the night (default) or as the bytes left free")
@@ -264,7 +274,7 @@ def main() -> None:
         if done.returncode != 0:
             raise SystemExit(f"bench: the points did not run: {done.stderr[-3000:]}")
         results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        report(results, expected, undisturbed, disk, time.monotonic() - started)
+        report(results, [undisturbed["exit"]], disk, time.monotonic() - started)
     finally:
         if env is not None:
             scale.stop_server(env)
@@ -272,22 +282,31 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def summarize(work: Path) -> None:
-    """The report of the points a sweep finished (points.jsonl), with what its plan recorded."""
-    plan = json.loads((work / "plan.json").read_text())
-    log = work / "points.jsonl"
-    results = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+def summarize(works: list[Path]) -> None:
+    """The report of the points one or more sweeps finished (each one's points.jsonl, judged against its own
+    undisturbed night, as its plan recorded)."""
+    results, undisturbed, planned = [], [], 0
+    for number, work in enumerate(works, start=1):
+        plan = json.loads((work / "plan.json").read_text())
+        log = work / "points.jsonl"
+        found = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        results += [{**point, "disk": str(work / "disk"), "point": f"{number}.{point['point']}"
+                     if len(works) > 1 else point["point"]} for point in found]
+        undisturbed.append(plan["undisturbed"]["exit"])
+        planned += len(plan["points"])
     if not results:
-        raise SystemExit(f"bench: no finished point in {log}")
-    print(f"(a stopped sweep: {len(results)} of {len(plan['points'])} points finished)")
-    report(results, plan["expected"], plan["undisturbed"], work / "disk",
-           sum(p["failed_s"] + p["next_s"] for p in results))
+        raise SystemExit(f"bench: no finished point in {', '.join(str(w / 'points.jsonl') for w in works)}")
+    print(f"({len(works)} sweep{'s' if len(works) > 1 else ''}: {len(results)} of {planned} points finished)")
+    if len(works) > 1:
+        print("; ".join(f"sweep {number}: {work}" for number, work in enumerate(works, start=1)))
+    report(results, undisturbed, Path(), sum(p["failed_s"] + p["next_s"] for p in results))
 
 
-def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, seconds: float) -> None:
+def report(results: list[dict], undisturbed_exits: list[int], disk: Path, seconds: float) -> None:
     rows, summary = [], {"points": len(results), "failed_naming_the_disk": 0, "nightly_recorded_succeeded": 0,
                          "warehouse_opens": 0, "partial_visible": 0, "next_night_identical": 0,
-                         "card_quality_gate_differs": 0, "night_ended_before_the_fill": 0}
+                         "card_quality_gate_differs": 0, "night_ended_before_the_fill": 0,
+                         "needed_no_space_after_the_fill": 0}
     for point in results:
         if "fill_at_s" in point and point["failed"].get("filled_bytes") is None:
             # a faster night than the undisturbed one, done before its moment came: no full disk to judge
@@ -296,8 +315,17 @@ def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, s
             rows.append(f"| {point['point']} | {point['fill_at_s']} s in | {point['failed']['exit']} | the night "
                         f"ended before the disk was filled | - | - | - | - | {point['failed_s']} | - |")
             continue
+        if point.get("own_differs") == [] and point["failed"]["exit"] == 0:
+            # filled after the night's last write that needed space (DuckDB reuses its file's free blocks): the
+            # night's own tables and releases are the undisturbed night's, so its success was earned
+            summary["needed_no_space_after_the_fill"] += 1
+            summary["points"] -= 1
+            rows.append(f"| {point['point']} | {point['fill_at_s']} s in ({point['share']:.0%}) | 0 | the night "
+                        f"needed no more space: its own results are the undisturbed night's | - | - | - | - | "
+                        f"{point['failed_s']} | - |")
+            continue
         line = point["failed"]["said"][-1] if point["failed"]["said"] else ""
-        named = point["failed"]["exit"] == 1 and f"no space left on {disk}" in line
+        named = point["failed"]["exit"] == 1 and f"no space left on {point.get('disk', disk)}" in line
         identical = not point["differs"]
         summary["failed_naming_the_disk"] += named
         summary["nightly_recorded_succeeded"] += "succeeded" in point["after_failure"]["nightly"]
@@ -312,8 +340,8 @@ def report(results: list[dict], expected: dict, undisturbed: dict, disk: Path, s
                     f"{'yes' if named else 'NO'} | {','.join(point['after_failure']['nightly'])} | "
                     f"{point['next']['exit']} | {'yes' if identical else 'NO: ' + ', '.join(point['differs'])} | "
                     f"{point['failed_s']} | {point['next_s']} |")
-    print(f"bench/disk_full_nightly.py: {len(results)} points in {seconds / 60:.0f} minutes; the undisturbed night "
-          f"exited {undisturbed['exit']}")
+    print(f"bench/disk_full_nightly.py: {len(results)} points in {seconds / 60:.0f} minutes; the undisturbed "
+          f"night{'s' if len(undisturbed_exits) > 1 else ''} exited {', '.join(map(str, undisturbed_exits))}")
     print()
     print("| point | disk filled | exit | stage named | disk named | nightly recorded | next night exit | "
           "next night identical | failed night s | next night s |")
