@@ -1,14 +1,20 @@
 """Replacing a file or a link in one step, so a reader sees the old one or the new one, never half of one:
-the new one is made under a temporary name beside it (`.NAME.<32 hex>.tmp`, what caseforge.outputs clears as
-debris when a killed writer left it), then renamed over it. The one place caseforge renames a temporary file
-into place."""
+the new one is made under a temporary name beside it (`.NAME.<32 hex>.tmp`), then renamed over it. The one place
+caseforge renames a temporary file into place, and the one that clears what a killed writer left (`clear_debris`)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
+
+from caseforge import processes
+
+# a callable that says why `path` is not caseforge's own output of the kind being written (None: it is)
+Recogniser = Callable[[Path], "str | None"]
 
 
 def staging_name(name: str, kind: str = "tmp") -> str:
@@ -57,3 +63,40 @@ def link_atomically(path: str | Path, target: str | Path, *, folder: bool = Fals
     """`path` made a symbolic link to `target` (relative to the link's folder unless absolute)."""
     with renamed_into_place(path) as partial:
         partial.symlink_to(target, target_is_directory=folder)
+
+
+def _debris_pattern(name: str) -> re.Pattern:
+    # a staging file or folder, or a side file a program made beside a staging file (DuckDB's WAL)
+    return re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.(tmp|old)(\.wal)?$")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def clear_debris(final: Path, recognise: Recogniser | None = None) -> list[Path]:
+    """Remove the staging debris of `final` (in its folder) older than this process; when `final` is missing
+    and a killed swap left the previous one aside (`.old`, recognised as ours), put that back first.
+    Returns what was removed."""
+    folder = final.parent
+    if not folder.is_dir():
+        return []
+    pattern = _debris_pattern(final.name)
+    started = processes.started_at()
+    debris = []
+    for entry in folder.iterdir():
+        try:
+            if pattern.match(entry.name) and entry.lstat().st_mtime < started:
+                debris.append(entry)
+        except FileNotFoundError:
+            continue                         # another writer's clean-up got there first
+    aside = sorted((p for p in debris if p.name.endswith(".old") and p.is_dir()), key=lambda p: p.stat().st_mtime)
+    if aside and not os.path.lexists(final) and recognise is not None and recognise(aside[-1]) is None:
+        aside[-1].rename(final)
+        debris.remove(aside[-1])
+    for entry in debris:
+        _remove(entry)
+    return debris

@@ -18,17 +18,12 @@ Anything else is refused with OutputRefused: one line saying why, exit 2.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO, Iterator
 
-from caseforge import processes
-from caseforge.atomic import renamed_into_place, staging_name
-
-# a callable that says why `path` is not caseforge's own output of the kind being written (None: it is)
-Recogniser = Callable[[Path], "str | None"]
+from caseforge.atomic import Recogniser, clear_debris, renamed_into_place, staging_name
 
 
 class OutputRefused(ValueError):
@@ -84,42 +79,6 @@ def check_output_folders(settings, what: str, **folders: str | Path | None) -> N
     for option, folder in folders.items():
         if folder:
             check_output_path(folder, settings, f"{what} (--{option.replace('_', '-')})")
-
-
-def _debris_pattern(name: str) -> re.Pattern:
-    return re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{32}}\.(tmp|old)$")
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def clear_debris(final: Path, recognise: Recogniser | None = None) -> list[Path]:
-    """Remove the staging debris of `final` (in its folder) older than this process; when `final` is missing
-    and a killed swap left the previous one aside (`.old`, recognised as ours), put that back first.
-    Returns what was removed."""
-    folder = final.parent
-    if not folder.is_dir():
-        return []
-    pattern = _debris_pattern(final.name)
-    started = processes.started_at()
-    debris = []
-    for entry in folder.iterdir():
-        try:
-            if pattern.match(entry.name) and entry.lstat().st_mtime < started:
-                debris.append(entry)
-        except FileNotFoundError:
-            continue                         # another writer's clean-up got there first
-    aside = sorted((p for p in debris if p.name.endswith(".old") and p.is_dir()), key=lambda p: p.stat().st_mtime)
-    if aside and not os.path.lexists(final) and recognise is not None and recognise(aside[-1]) is None:
-        aside[-1].rename(final)
-        debris.remove(aside[-1])
-    for entry in debris:
-        _remove(entry)
-    return debris
 
 
 def _listing(folder: Path, limit: int = 3) -> str:

@@ -17,7 +17,7 @@ from typing import Iterator
 import duckdb
 
 from caseforge import processes
-from caseforge.atomic import renamed_into_place, write_atomically
+from caseforge.atomic import clear_debris, renamed_into_place, write_atomically
 from caseforge.settings import load_settings
 from caseforge.warehouse.errors import WarehouseBusy, WarehouseCorrupt, WarehouseError
 from caseforge.warehouse.migrations import migrate, refuse_unknown_migrations
@@ -170,8 +170,9 @@ def connect(db_path: str | Path, read_only: bool = False, config: dict | None = 
 def _create(db_path: Path) -> None:
     """A new warehouse appears whole or not at all. DuckDB, when the disk fills (or the process dies) as it makes a
     database, leaves an empty or part-written file that no later open accepts; so the file is made and migrated under
-    a temporary name beside `db_path` and put in place when it is complete. An empty file at `db_path` (left so by
-    an older caseforge) holds nothing and is replaced."""
+    a temporary name beside `db_path` and put in place when it is complete; what a killed creation left there is
+    removed first. An empty file at `db_path` (left so by an older caseforge) holds nothing and is replaced."""
+    clear_debris(db_path)
     if db_path.exists() and db_path.stat().st_size == 0:
         db_path.unlink()
     with renamed_into_place(db_path, keep_existing=True) as partial:

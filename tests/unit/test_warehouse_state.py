@@ -89,3 +89,25 @@ def test_a_new_warehouse_is_made_whole_and_an_in_memory_one_leaves_no_file(tmp_p
     with connect(":memory:") as con:
         assert con.execute("SELECT count(*) FROM ops.migrations").fetchone()[0] > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.duckdb", "new"]
+
+
+def test_a_killed_creations_staging_files_are_cleared_when_the_warehouse_is_made(tmp_path):
+    """A process killed while it made a new warehouse leaves its staging file (and DuckDB's WAL beside it); the
+    next one to make the warehouse removes them. Staging younger than this process (another one's, in progress) and
+    files of other names stay."""
+    import os
+
+    from caseforge.processes import started_at
+
+    db = tmp_path / "cf.duckdb"
+    killed = [tmp_path / ".cf.duckdb.0123456789abcdef0123456789abcdef.tmp",
+              tmp_path / ".cf.duckdb.0123456789abcdef0123456789abcdef.tmp.wal"]
+    in_progress = tmp_path / ".cf.duckdb.fedcba9876543210fedcba9876543210.tmp"
+    other = tmp_path / ".other.duckdb.0123456789abcdef0123456789abcdef.tmp"
+    for path in (*killed, in_progress, other):
+        path.write_bytes(b"x")
+    long_ago = started_at() - 60
+    for path in (*killed, other):
+        os.utime(path, (long_ago, long_ago))
+    connect(db).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cf.duckdb", in_progress.name, other.name])
