@@ -6,8 +6,8 @@ on synthetic corpora made from the real samples with bad records in them, night 
 
 Default sizes are the real ones (3,300 SCOTUS cases, 25,000 HUDOC English judgments, 50,000 Chinese judgments),
 made by bench/scale.py's generators; the guide, its French table, the Bar Exam files and the Oyez legacy table
-are the real samples. `--quick` is a CI-sized run (tiny corpora; minutes, not seconds: it runs seven nightly
-commands). The nights:
+are the real samples. `--quick` is a CI-sized run (tiny corpora; minutes, not seconds: it runs four nightly
+commands, answered by the test double itself: no record pass). The nights:
 
 - first        the corpus into an empty warehouse
 - unchanged    the same folder again
@@ -589,14 +589,22 @@ def stop_server(env: dict) -> None:
 Plan = list[tuple[str, Path, Path, Callable[[], object] | None]]    # night, warehouse, samples root, before it
 
 
+def answer_double():
+    """The loopback OpenAI-compatible server that answers every request with SchemaAnswerDouble, started."""
+    from caseforge.llm.doubles import ScriptedOpenAIServerDouble
+
+    return ScriptedOpenAIServerDouble(SchemaAnswerDouble(), models=tuple(sorted(set(default_models().values())))).start()
+
+
+def double_settings(work: Path, double) -> Path:
+    return settings_file(work / "record.toml", "openai", {"base_url": double.base_url, "api_key": "double"})
+
+
 def record_answers(plan: Plan, work: Path, prefect_home: Path, out: Path) -> dict:
     """The nights of `plan` with the openai backend against the loopback answer double, then every cached answer
     of each warehouse exported and merged into one replay file at `out`."""
-    from caseforge.llm.doubles import ScriptedOpenAIServerDouble
-
-    double = ScriptedOpenAIServerDouble(SchemaAnswerDouble(), models=tuple(sorted(set(default_models().values())))).start()
-    config = settings_file(work / "record.toml", "openai", {"base_url": double.base_url, "api_key": "double"})
-    env = base_env(prefect_home, config)
+    double = answer_double()
+    env = base_env(prefect_home, double_settings(work, double))
     records: dict[str, str] = {}
     try:
         for number, (name, db, root, before) in enumerate(plan, start=1):
@@ -686,7 +694,8 @@ def print_ratios(nights: dict[str, dict], quick: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="CI-sized corpora (minutes: seven nightly commands)")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI-sized corpora (minutes: four nightly commands, no record pass)")
     for source in REAL_SIZES:
         parser.add_argument(f"--{source}", type=int, help=f"{source} documents (default {REAL_SIZES[source]:,}, "
                                                           f"quick {QUICK_SIZES[source]})")
@@ -712,7 +721,7 @@ def main() -> None:
     work = (args.work or Path(tempfile.mkdtemp(prefix="caseforge-nightly-scale-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("CASEFORGE_PROGRESS", "plain")
-    measured_env = None
+    measured_env = double = None
     try:
         say(f"work folder {work}; sizes {sizes}")
         rates = samples_rate(samples, work)
@@ -741,20 +750,28 @@ def main() -> None:
         server_start = start_server(measured_env)
         say(f"local Prefect server up (pid {server_start['pid']}) in {server_start['wall_s']:.1f} s")
 
-        # the record pass: the same nights on the same corpora (HUDOC cut short), answered by the double
-        record = work / "record"
-        record_root = record / "samples"
-        link_documents(corpus, record_root, hudoc_limit=min(RECORD_HUDOC, sizes["hudoc"]))
-        link_fixed_inputs(samples, record_root)
-        say("record pass: the nights that ask models, answered by the test double SchemaAnswerDouble")
-        recorded = record_answers([
-            ("first", record / "full" / "cf.duckdb", record_root, None),
-            ("1% → full", record / "full" / "cf.duckdb", record_root, lambda: link_documents(increment, record_root)),
-            ("1% → empty", record / "empty" / "cf.duckdb", increment, None)], record, work / "prefect", replay)
-        say(f"record pass: {recorded['answers']} answers recorded ({recorded['double_calls']} calls to the double)")
-        shutil.rmtree(record, ignore_errors=True)
+        if args.quick:
+            # quick sizes: the record pass would be the same nights again (HUDOC is not cut), so the measured
+            # nights ask the double itself (the record pass runs in bench/disk_full_nightly.py's quick mode)
+            double = answer_double()
+            measured_env = base_env(work / "prefect", double_settings(work, double))
+        else:
+            # the record pass: the same nights on the same corpora (HUDOC cut short), answered by the double
+            record = work / "record"
+            record_root = record / "samples"
+            link_documents(corpus, record_root, hudoc_limit=min(RECORD_HUDOC, sizes["hudoc"]))
+            link_fixed_inputs(samples, record_root)
+            say("record pass: the nights that ask models, answered by the test double SchemaAnswerDouble")
+            recorded = record_answers([
+                ("first", record / "full" / "cf.duckdb", record_root, None),
+                ("1% → full", record / "full" / "cf.duckdb", record_root,
+                 lambda: link_documents(increment, record_root)),
+                ("1% → empty", record / "empty" / "cf.duckdb", increment, None)], record, work / "prefect", replay)
+            say(f"record pass: {recorded['answers']} answers recorded ({recorded['double_calls']} calls to the "
+                "double)")
+            shutil.rmtree(record, ignore_errors=True)
 
-        # the measured pass: the nights, answered from the replay file
+        # the measured pass: the nights, answered from the replay file (quick: by the double)
         full_db, empty_db = work / "full" / "cf.duckdb", work / "empty" / "cf.duckdb"
         plan = [("first", full_db, corpus, None), ("unchanged", full_db, corpus, None),
                 ("1% → full", full_db, corpus, lambda: link_documents(increment, corpus)),
@@ -770,13 +787,15 @@ def main() -> None:
             say(f"night {name}: exit {night['rc']}, {night['wall_s']:.0f} s wall, {night['cpu_s']:.1f} CPU-s "
                 f"(nightly {night['nightly_cpu_s']:.1f}, server {night['server_cpu_s']:.1f}), "
                 f"peak {night['nightly_peak_mb']:,.0f} MB")
-            misses = replay_misses(night)
+            misses = [] if args.quick else replay_misses(night)
             if misses:
                 raise SystemExit("bench: the replay file lacks answers the night asked for (the record pass did not "
                                  "make the same requests):\n" + "\n".join(misses))
             if night["rc"] not in (0, 1):
                 raise SystemExit(f"bench: night {name} ended with exit status {night['rc']}: see {night['log']}")
 
+        if double is not None:
+            recorded = {"answers": 0, "double_calls": double.calls}
         load = os.getloadavg()
         print(f"bench/nightly_scale.py: sizes {', '.join(f'{s} {n:,}' for s, n in sizes.items())}, increment "
               f"{increment_share:.0%} ({', '.join(f'{s} {n:,}' for s, n in added.items())} new), "
@@ -784,7 +803,9 @@ def main() -> None:
         print("samples' own rate of quarantined records: " + ", ".join(
             f"{s} {r['quarantined']} of {r['records']:,}" for s, r in rates.items()))
         print(f"bad records: corpus {json.dumps(spoiled)}; increment {json.dumps(spoiled_inc)}")
-        print(f"model answers: replay file of {recorded['answers']} answers recorded from the test double "
+        print(f"model answers: the test double SchemaAnswerDouble on loopback, {recorded['double_calls']} calls "
+              "(quick mode: no record pass)" if args.quick else
+              f"model answers: replay file of {recorded['answers']} answers recorded from the test double "
               "SchemaAnswerDouble (the nightly's builders and evaluations, its default model names)")
         print()
         print_nights(list(nights.values()), server_start)
@@ -796,6 +817,8 @@ def main() -> None:
     finally:
         if measured_env is not None:
             stop_server(measured_env)
+        if double is not None:
+            double.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
