@@ -2,14 +2,16 @@
 identities those recordings produce.
 
     .venv/bin/python tests/request_identities.py record            # re-record tests/fixtures/replay/*.jsonl
+                                                                   # and its probe_identities.json
     .venv/bin/python tests/request_identities.py identities OUT    # record into a scratch folder and write
                                                                    # {recording: {step: [identity, ...]}} to OUT
 
-`identities` also runs (and reports as <fixture>_probe.jsonl) the pipeline steps that feed requests from
-retrieval or embeddings but are not part of a fixture (dense and hybrid retrieval, QLM and dense advocates, K-Means representative
-selection feeding CaseGen drafts). tests/integration/test_request_identity_stability.py runs it under
-different thread counts, BLAS settings, CPU feature sets and hash seeds and demands the same answer.
-Both modes need the real samples (CASEFORGE_SAMPLES, default ../shared/samples).
+Both also run (and report as <fixture>_probe.jsonl) the pipeline steps that feed requests from retrieval or
+embeddings but are not part of a fixture (dense and hybrid retrieval, QLM and dense advocates, K-Means representative
+selection feeding CaseGen drafts): `record` keeps only their identities (PROBES). tests/integration/
+test_request_identity_stability.py runs `identities` under other thread counts, BLAS settings, CPU feature sets and
+hash seeds than `record` ran with and demands the committed identities. Both modes need the real samples
+(CASEFORGE_SAMPLES, default ../shared/samples).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ for folder in (HERE, HERE / "unit", HERE / "samples", HERE / "fixtures" / "caseg
     sys.path.insert(0, str(folder))
 
 REPLAY_DIR = HERE / "fixtures" / "replay"
+PROBES = REPLAY_DIR / "probe_identities.json"     # the probe steps' identities, as `record` found them
 
 
 def samples_folder() -> Path:
@@ -123,6 +126,12 @@ def identities_by_step(replay_file: Path) -> dict[str, list[str]]:
     return {step: sorted(ids) for step, ids in sorted(steps.items())}
 
 
+def committed_identities() -> dict[str, dict[str, list[str]]]:
+    """{recording: {step: [identity, ...]}} of the committed fixtures and probes."""
+    found = {name: identities_by_step(REPLAY_DIR / name) for name in RECORDINGS}
+    return {**found, **json.loads(PROBES.read_text(encoding="utf-8"))}
+
+
 def record_all(target: Path | None, probe: bool) -> dict[str, dict[str, list[str]]]:
     """Run every recording; write the fixtures to `target` (None: a scratch folder) and return identities."""
     samples = samples_folder()
@@ -147,7 +156,11 @@ def record_all(target: Path | None, probe: bool) -> dict[str, dict[str, list[str
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["record"]:
-        found = record_all(REPLAY_DIR, probe=False)
+        found = record_all(REPLAY_DIR, probe=True)
+        probes = {name: steps for name, steps in found.items() if name not in RECORDINGS}
+        for name in probes:
+            (REPLAY_DIR / name).unlink(missing_ok=True)
+        PROBES.write_text(json.dumps(probes, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         for name, steps in found.items():
             print(f"{name}: {sum(len(v) for v in steps.values())} requests in {len(steps)} steps")
         return 0
