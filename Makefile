@@ -88,8 +88,8 @@ test: setup setup-review setup-harness
 test-smollm: setup
 	$(BIN)/python -m pytest -q -m smollm_pipeline
 
-# The quick modes of the benches that run whole nightly commands alone (bench/nightly_scale.py: seven nightlies,
-# bench/disk_full_nightly.py: one point of two nights, bench/fanout_nightly.py: two and a Prefect deployment);
+# The quick modes of the benches that run whole nightly commands alone (bench/nightly_scale.py: four nightlies,
+# bench/disk_full_nightly.py: four, bench/fanout_nightly.py: two and a Prefect deployment);
 # `make test` runs them too.
 test-bench: setup
 	$(BIN)/python -m pytest -q -m nightly_bench tests/bench
