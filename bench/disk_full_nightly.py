@@ -320,6 +320,7 @@ def report(results: list[dict], undisturbed_exits: list[int], disk: Path, second
             # night's own tables and releases are the undisturbed night's, so its success was earned
             summary["needed_no_space_after_the_fill"] += 1
             summary["points"] -= 1
+            summary["partial_visible"] += bool(point["after_failure"]["partial"] or point["after_next"]["partial"])
             rows.append(f"| {point['point']} | {point['fill_at_s']} s in ({point['share']:.0%}) | 0 | the night "
                         f"needed no more space: its own results are the undisturbed night's | - | - | - | - | "
                         f"{point['failed_s']} | - |")
