@@ -3,10 +3,13 @@ process", and `sql` / `status` do not answer from the Parquet mirror as if nothi
 migrated by a newer caseforge is refused, to read and to write, before anything is written to it."""
 from __future__ import annotations
 
+import os
+
 import duckdb
 import pytest
 
 from caseforge.cli import main
+from caseforge.processes import started_at
 from caseforge.settings import load_settings
 from caseforge.warehouse.connection import connect
 from caseforge.warehouse.mirror import export_curated_parquet
@@ -95,10 +98,6 @@ def test_a_killed_creations_staging_files_are_cleared_when_the_warehouse_is_made
     """A process killed while it made a new warehouse leaves its staging file (and DuckDB's WAL beside it); the
     next one to make the warehouse removes them. Staging younger than this process (another one's, in progress) and
     files of other names stay."""
-    import os
-
-    from caseforge.processes import started_at
-
     db = tmp_path / "cf.duckdb"
     killed = [tmp_path / ".cf.duckdb.0123456789abcdef0123456789abcdef.tmp",
               tmp_path / ".cf.duckdb.0123456789abcdef0123456789abcdef.tmp.wal"]
