@@ -1,11 +1,14 @@
 """Replacing a file or a link in one step, so a reader sees the old one or the new one, never half of one:
 the new one is made under a temporary name beside it (`.NAME.<32 hex>.tmp`), then renamed over it. The one place
-caseforge renames a temporary file into place, and the one that clears what a killed writer left (`clear_debris`)."""
+caseforge renames a temporary file into place, and the one that clears what a killed writer left (`clear_debris`,
+and for a process's own temporary folders, `process_folder`)."""
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
+import tempfile
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -100,3 +103,30 @@ def clear_debris(final: Path, recognise: Recogniser | None = None) -> list[Path]
     for entry in debris:
         _remove(entry)
     return debris
+
+
+def clear_orphaned_folders(root: Path, prefix: str) -> None:
+    """Remove the folders `<prefix><pid>-*` in `root` whose process runs no more (a killed one left them)."""
+    for folder in root.glob(f"{glob.escape(prefix)}*-*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and processes.alive(int(pid)) is False:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_process_folder(prefix: str, root: Path | None = None) -> Path:
+    """A new temporary folder `<prefix><this pid>-<random>` in `root` (the system's temporary folder by
+    default), after removing those of `prefix` that processes now gone left. Removing it is the caller's."""
+    root = Path(root) if root is not None else Path(tempfile.gettempdir())
+    root.mkdir(parents=True, exist_ok=True)
+    clear_orphaned_folders(root, prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=root))
+
+
+@contextmanager
+def process_folder(prefix: str, root: Path | None = None) -> Iterator[Path]:
+    """new_process_folder for the length of a block, removed when it ends."""
+    folder = new_process_folder(prefix, root)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

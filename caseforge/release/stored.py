@@ -27,13 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from caseforge import generations
+from caseforge.atomic import process_folder
 from caseforge.generations import POINTER, NotAPointer, Pointer  # noqa: F401  (POINTER: the name, for readers)
 from caseforge.outputs import OutputRefused
 from caseforge.release.layout import MANIFEST, METADATA
@@ -193,8 +193,8 @@ def prepare_store_release(url: str, dataset: str, endpoint_url: str | None = Non
 def uploaded_when_done(target: StoredRelease) -> Iterator[Path]:
     """A temporary folder to write the release into; when the block ends without an error, it is uploaded to
     `target` (upload_release). On an error nothing is uploaded."""
-    with tempfile.TemporaryDirectory(prefix=f"caseforge-{target.dataset}-release-") as folder:
-        staging = Path(folder) / target.dataset
+    with process_folder(f"caseforge-{target.dataset}-release-") as folder:
+        staging = folder / target.dataset
         staging.mkdir()
         yield staging
         upload_release(target, staging)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import duckdb
 
-from caseforge import processes
+from caseforge.atomic import new_process_folder
 from caseforge.settings import Settings, load_settings
 from caseforge.warehouse.connection import connect, writer_waiting
 from caseforge.warehouse.errors import QueryStopped, WarehouseBusy
@@ -124,16 +124,6 @@ def size_in_bytes(text: str) -> int:
 
 
 QUERY_FOLDER_PREFIX = "caseforge-query-"
-
-
-def _remove_orphaned_query_folders(root: Path) -> None:
-    """Temporary folders of queries whose process is gone (killed: a spill can be gigabytes)."""
-    for folder in root.glob(f"{QUERY_FOLDER_PREFIX}*-*"):
-        pid = folder.name[len(QUERY_FOLDER_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit():
-            continue
-        if processes.alive(int(pid)) is False:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 class QueryConnection:
@@ -258,9 +248,7 @@ class QueryConnection:
 
 
 def _query_workdir(bounds: QueryBounds) -> Path:
-    bounds.temp_root.mkdir(parents=True, exist_ok=True)
-    _remove_orphaned_query_folders(bounds.temp_root)
-    return Path(tempfile.mkdtemp(prefix=f"{QUERY_FOLDER_PREFIX}{os.getpid()}-", dir=bounds.temp_root))
+    return new_process_folder(QUERY_FOLDER_PREFIX, bounds.temp_root)   # a killed query's spill can be gigabytes
 
 
 def open_published_for_query(url: str, bounds: QueryBounds | None = None, endpoint_url: str | None = None
