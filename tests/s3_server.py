@@ -61,6 +61,7 @@ class S3Server:
     def __init__(self, folder: Path, bucket: str = BUCKET):
         self.folder, self.bucket = Path(folder), bucket
         self.process: subprocess.Popen | None = None
+        self.ports: tuple[int, ...] = ()
         self.port = 0
         self.started_s = 0.0
 
@@ -95,8 +96,9 @@ class S3Server:
         self.port = s3
         log = (self.folder / "weed.log").open("w")
         started = time.monotonic()
+        self.ports = (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc)
         self.process = subprocess.Popen(
-            [weed_binary(), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            [weed_binary(), "-logtostderr", "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              f"-master.port={master}", f"-master.port.grpc={master_grpc}", "-master.volumeSizeLimitMB=64",
              f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}", "-volume.max=8",
              f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
@@ -132,6 +134,10 @@ class S3Server:
         process, self.process = self.process, None
         if process is not None:
             stop_process_group(process, grace_s)
+        for port in self.ports:      # weed's unix sockets, /tmp/seaweedfs-<service>-<port>.sock whatever $TMPDIR says
+            for socket_file in Path("/tmp").glob(f"seaweedfs-*-{port}.sock"):
+                socket_file.unlink(missing_ok=True)
+        self.ports = ()
 
     def __enter__(self) -> "S3Server":
         return self.start()
