@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +21,15 @@ import duckdb
 from caseforge.warehouse.statements import run_sql, run_sql_over_rows, table_exists
 
 RACY_S = 2.0
+
+
+@dataclass(frozen=True)
+class DigestedFile:
+    """A replayed file as a ledger (caseforge.archive.ParsedPayloads.plan) needs it before it is read: the key
+    it is archived under and its digest."""
+
+    key: str
+    sha256: str
 
 
 def _stamp(found: os.stat_result) -> tuple[int, int, int, int, int]:

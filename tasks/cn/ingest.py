@@ -14,6 +14,7 @@ import pandas as pd
 from caseforge.archive import ParsedPayloads, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_table
 from caseforge.fetch import Fetcher
+from caseforge.file_digests import DigestedFile, FileDigests
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, load_batch
 from caseforge.progress import Progress
@@ -52,7 +53,7 @@ def dump_files(directory: Path) -> list[Path]:
 
 
 def archive_file(archive: RawArchive, directory: Path, path: Path) -> Payload:
-    key = f"file/{path.relative_to(directory).as_posix()}"
+    key = f"file/{path.relative_to(directory).as_posix()}"      # as load_dump keys it
     payload, _ = archive.store_file(SOURCE, key, path)
     return payload
 
@@ -241,31 +242,39 @@ def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str]
 
 def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "Steps", reparse: bool = False,
                coverage: SectionCoverage | None = None) -> None:
-    """Each dump file: archived, then, unless this parser loaded all of it before, its records parsed, gated and
-    loaded in batches; a dump is recorded as loaded with what it quarantined (a known problem is not read again),
+    """Each dump file: hashed (a file unchanged since it was hashed is not read: caseforge.file_digests), then,
+    unless this parser loaded all of it before, archived and its records parsed, gated and loaded in batches; a dump is recorded as loaded with what it quarantined (a known problem is not read again),
     except one with a batch the gate rejected, which is read again next run."""
     ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
+    digests = FileDigests(session.con, SOURCE)
     progress = Progress("cn dumps", total=len(paths), unit="files")
-    for path in paths:
-        load_dump(session, ledger, steps, directory, path, coverage)
-        progress.step(1)
+    try:
+        for path in paths:
+            load_dump(session, ledger, digests, steps, directory, path, coverage)
+            progress.step(1)
+    finally:
+        digests.save()
+        if digests.read:
+            session.report.add("files_hashed", digests.read)
     progress.close()
 
 
-def load_dump(session: RunSession, ledger: ParsedPayloads, steps: "Steps", directory: Path, path: Path,
-              coverage: SectionCoverage | None) -> None:
+def load_dump(session: RunSession, ledger: ParsedPayloads, digests: FileDigests, steps: "Steps", directory: Path,
+              path: Path, coverage: SectionCoverage | None) -> None:
     report = session.report
+    key = f"file/{path.relative_to(directory).as_posix()}"
     too_big = size_problem(SOURCE, "dump", path.stat().st_size)
     if too_big:
-        key = f"file/{path.relative_to(directory).as_posix()}"
         quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
         return
-    payload = archive_file(session.archive, directory, path)
     report.add("files")
-    plan = ledger.plan([payload])
+    plan = ledger.plan([DigestedFile(key, digests.sha256(path))])
     plan.report_to(report)
     if not plan.parse:
         return
+    payload = archive_file(session.archive, directory, path)
+    if payload.sha256 != plan.parse[0].sha256:            # rewritten since it was hashed: plan what was read
+        plan = ledger.plan([payload])
     rejected: set[str] = set()
     items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report)]
     report.add("records", len(items))

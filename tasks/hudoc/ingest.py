@@ -13,7 +13,7 @@ import duckdb
 from caseforge.archive import ParsedPayloads, ParsePlan, Payload, RawArchive, size_problem
 from caseforge.artifacts import publish_counters
 from caseforge.fetch import Fetcher, FetchError
-from caseforge.file_digests import FileDigests
+from caseforge.file_digests import DigestedFile, FileDigests
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load, load_batch
 from caseforge.progress import Progress
@@ -270,14 +270,6 @@ def load_paragraphs(con, run_id: int, rows: list[dict], report: StageReport, rem
     return outcome
 
 
-@dataclass(frozen=True)
-class _Body:
-    """A replayed body as the ledger needs it before it is read for parsing."""
-
-    key: str
-    sha256: str
-
-
 def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str, list[Path]],
                      report: StageReport, reparse: bool = False) -> None:
     """The first readable body per itemid (HTML before DOCX) goes through archive → parse → gate, in batches. The
@@ -297,7 +289,7 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
                                report, "hudoc", counter="documents_quarantined")
             continue
         kind = "docx" if path.suffix.lower() == ".docx" else "html"
-        found.append((itemid, path, _Body(f"{kind}/{itemid}", digests.sha256(path))))
+        found.append((itemid, path, DigestedFile(f"{kind}/{itemid}", digests.sha256(path))))
     digests.save()
     if digests.read:
         report.add("bodies_hashed", digests.read)

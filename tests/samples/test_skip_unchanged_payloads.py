@@ -10,7 +10,9 @@ import shutil
 
 import pytest
 
+from caseforge import file_digests
 from caseforge.settings import load_settings
+from caseforge.tasks.cn import ingest as cn
 from caseforge.tasks.hudoc import ingest as hudoc
 from caseforge.tasks.oyez import ingest as oyez
 from caseforge.warehouse.connection import connect
@@ -127,3 +129,34 @@ def test_hudoc_bodies_and_metadata_are_not_parsed_again(samples_dir, tmp_path, m
     assert counts.get("documents_parsed", 0) == 0 and counts.get("judgments_loaded", 0) == 0, counts
     assert counts["paragraphs_unchanged"] == first.counts["paragraphs_loaded"], (first.counts, counts)
     assert (counts["new"], counts["changed"]) == (0, 0), counts
+
+
+def test_a_rerun_on_the_same_dumps_reads_none_of_them_and_a_changed_one_is_read(samples_dir, tmp_path, monkeypatch):
+    """The Chinese judgments' dump files, replayed night after night, are read and hashed only when new or changed
+    (caseforge.file_digests, as HUDOC's bodies): at the real size a night read all 50 dumps (300 MB) to learn
+    that 49 of them were the ones loaded before."""
+    monkeypatch.setattr(file_digests, "RACY_S", 0.0)       # the copies below were all made a moment ago
+    folder = tmp_path / "cn"
+    folder.mkdir()
+    for name in ("cail2020_civil_fulltext.jsonl", "caseformer_criminal.jsonl"):
+        shutil.copy(samples_dir / "cn" / name, folder / name)
+    read = []
+    real = cn.archive_file
+    monkeypatch.setattr(cn, "archive_file", lambda archive, directory, path: read.append(path.name) or
+                        real(archive, directory, path))
+    settings = load_settings(tmp_path / "cf.duckdb")
+    first = cn.refresh(settings, from_dir=str(folder))
+    assert sorted(read) == ["cail2020_civil_fulltext.jsonl", "caseformer_criminal.jsonl"]
+    assert first.counts["payloads_parsed"] == 2 and first.counts["files_hashed"] == 2, first.counts
+
+    read.clear()
+    again = cn.refresh(settings, from_dir=str(folder))
+    assert read == [], "the re-run read dumps it had loaded before"
+    assert again.counts["payloads_unchanged"] == 2 and "files_hashed" not in again.counts, again.counts
+
+    dump = folder / "caseformer_criminal.jsonl"
+    lines = dump.read_text(encoding="utf-8").splitlines(keepends=True)
+    dump.write_text("".join(lines[:-1]), encoding="utf-8")          # one judgment fewer
+    changed = cn.refresh(settings, from_dir=str(folder))
+    assert read == ["caseformer_criminal.jsonl"]
+    assert (changed.counts["payloads_parsed"], changed.counts["payloads_unchanged"]) == (1, 1), changed.counts
