@@ -14,6 +14,8 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from caseforge.run_record import finish_run, start_run
 from caseforge.settings import load_settings
 from caseforge.stage_report import StageReport
@@ -64,8 +66,21 @@ def _fill(con, version: str, paragraphs: int = 3) -> None:
                 "SELECT '001-1', 'judgment', ?, i, 'sha', now() FROM range(?) t(i)", [version, paragraphs])
 
 
+_VIEWS_ROOT: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _views_root(tmp_path_factory):
+    """open_mirror's throwaway views files go under pytest's own temporary folder, not the machine's /tmp."""
+    _VIEWS_ROOT[:] = [tmp_path_factory.mktemp("views")]
+
+
+def _views_folder() -> Path:
+    return Path(tempfile.mkdtemp(dir=_VIEWS_ROOT[0]))
+
+
 def _read(parquet_dir: Path, db: Path) -> tuple:
-    con = open_mirror(find_mirror(db, parquet_dir), Path(tempfile.mkdtemp()))
+    con = open_mirror(find_mirror(db, parquet_dir), _views_folder())
     try:
         return (con.execute("SELECT text FROM curated.barexam_passages").fetchall(),
                 con.execute("SELECT name FROM curated.scotus_legacy").fetchall(),
@@ -135,7 +150,7 @@ def test_only_what_changed_is_written_again(tmp_path):
     assert set(old_parts.items()) < set(new_parts.items()), (old_parts, new_parts)   # old part kept, one added
     assert len(new_parts) == len(old_parts) + 1
 
-    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), _views_folder())
     assert mirror.execute("SELECT itemid, count(*) FROM curated.echr_paragraphs GROUP BY ALL ORDER BY 1").fetchall() \
         == [("001-1", 50), ("001-2", 5)]
     assert mirror.execute("SELECT text FROM curated.barexam_passages").fetchall() == [("v2",)]
@@ -147,7 +162,7 @@ def test_only_what_changed_is_written_again(tmp_path):
     export_curated_parquet(con, settings.parquet_dir)
     third = _files_of(settings.parquet_dir, settings.db_path)
     assert third["curated.barexam_passages"] == second["curated.barexam_passages"]
-    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), _views_folder())
     assert mirror.execute("SELECT itemid, text, count(*) FROM curated.echr_paragraphs GROUP BY ALL ORDER BY 1, 2"
                           ).fetchall() == [("001-1", "v1", 49), ("001-1", "v3", 1), ("001-2", "v2", 5)]
     mirror.close()
@@ -215,7 +230,7 @@ def test_a_curated_table_the_journal_says_is_unchanged_is_not_read_again(tmp_pat
     read.clear()
     export_curated_parquet(con, settings.parquet_dir)
     assert [t for t in read if t.startswith("curated.")] == ["curated.echr_paragraphs"]
-    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), Path(tempfile.mkdtemp()))
+    mirror = open_mirror(find_mirror(settings.db_path, settings.parquet_dir), _views_folder())
     assert mirror.execute("SELECT text FROM curated.echr_paragraphs WHERE ordinal = 3").fetchall() == [("by hand",)]
     mirror.close()
     con.close()
