@@ -53,7 +53,7 @@ def dump_files(directory: Path) -> list[Path]:
 
 
 def archive_file(archive: RawArchive, directory: Path, path: Path) -> Payload:
-    key = f"file/{path.relative_to(directory).as_posix()}"      # as load_dump keys it
+    key = f"file/{path.relative_to(directory).as_posix()}"      # as load_dumps keys it
     payload, _ = archive.store_file(SOURCE, key, path)
     return payload
 
@@ -242,44 +242,53 @@ def api_batch_step(session: RunSession, client: WenshuClient, doc_ids: list[str]
 
 def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "Steps", reparse: bool = False,
                coverage: SectionCoverage | None = None) -> None:
-    """Each dump file: hashed (a file unchanged since it was hashed is not read: caseforge.file_digests), then,
-    unless this parser loaded all of it before, archived and its records parsed, gated and loaded in batches; a dump is recorded as loaded with what it quarantined (a known problem is not read again),
-    except one with a batch the gate rejected, which is read again next run."""
+    """Every dump file hashed (one unchanged since it was hashed is not read: caseforge.file_digests) and checked
+    against the ledger in one query; each one this parser did not load whole before is archived and its records
+    parsed, gated and loaded in batches. A dump is recorded as loaded with what it quarantined (a known problem
+    is not read again), except one with a batch the gate rejected, which is read again next run."""
+    report = session.report
     ledger = ParsedPayloads(session.con, SOURCE, PARSER, TABLE, reparse)
     digests = FileDigests(session.con, SOURCE)
-    progress = Progress("cn dumps", total=len(paths), unit="files")
+    listed: dict[str, Path] = {}
+    found = []
     try:
         for path in paths:
-            load_dump(session, ledger, digests, steps, directory, path, coverage)
-            progress.step(1)
+            key = f"file/{path.relative_to(directory).as_posix()}"
+            too_big = size_problem(SOURCE, "dump", path.stat().st_size)
+            if too_big:
+                quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
+                continue
+            report.add("files")
+            listed[key] = path
+            found.append(DigestedFile(key, digests.sha256(path)))
     finally:
         digests.save()
         if digests.read:
-            session.report.add("files_hashed", digests.read)
+            report.add("files_hashed", digests.read)
+    plan = ledger.plan(found)
+    plan.report_to(report)
+    progress = Progress("cn dumps (parse)", total=len(plan.parse), unit="files")
+    for dump in plan.parse:
+        load_dump(session, ledger, steps, directory, listed[dump.key], dump, dump.sha256 in plan.remade, coverage)
+        progress.step(1)
     progress.close()
 
 
-def load_dump(session: RunSession, ledger: ParsedPayloads, digests: FileDigests, steps: "Steps", directory: Path,
-              path: Path, coverage: SectionCoverage | None) -> None:
+def load_dump(session: RunSession, ledger: ParsedPayloads, steps: "Steps", directory: Path, path: Path,
+              hashed: DigestedFile, remade: bool, coverage: SectionCoverage | None) -> None:
+    """One dump the ledger said to parse (`remade`: its rows are in curated already), as it was `hashed`."""
     report = session.report
-    key = f"file/{path.relative_to(directory).as_posix()}"
-    too_big = size_problem(SOURCE, "dump", path.stat().st_size)
-    if too_big:
-        quarantine_problem(session.con, session.run_id, TABLE, ParseProblem(key, too_big), report, "cn")
-        return
-    report.add("files")
-    plan = ledger.plan([DigestedFile(key, digests.sha256(path))])
-    plan.report_to(report)
-    if not plan.parse:
-        return
     payload = archive_file(session.archive, directory, path)
-    if payload.sha256 != plan.parse[0].sha256:            # rewritten since it was hashed: plan what was read
-        plan = ledger.plan([payload])
+    if payload.sha256 != hashed.sha256:            # rewritten since it was hashed: plan what was read
+        again = ledger.plan([payload])
+        if not again.parse:
+            return
+        remade = bool(again.remade)
     rejected: set[str] = set()
     items = [(record, payload) for record in records_of(session.con, session.run_id, payload, report)]
     report.add("records", len(items))
     for batch in batches(items, BATCH_SIZE):
-        rejected |= steps.dump_batch(session, batch, bool(plan.remade), coverage)
+        rejected |= steps.dump_batch(session, batch, remade, coverage)
     ledger.settle(session.run_id, {} if rejected else {payload: len(items)}, [payload] if rejected else [], report)
 
 
