@@ -234,10 +234,11 @@ class ParsedPayloads:
         quarantined of each (known or new: ops/quarantine_seen.sql), and forget what was recorded for the keys
         of those whose batch was rejected (`rejected`); with `report`, count the recorded payloads holding known
         problems. A few statements, whatever the count."""
-        if rejected:
-            self._with("_failed", sorted({(p.key,) for p in rejected}), ["key"], "ops/forget_parsed_payloads.sql",
-                       {"source": self.source})
         rows = sorted({(p.key, p.sha256, int(n)) for p, n in loaded.items()})
+        forget = {p.key for p in rejected} | {key for key, _, _ in rows}
+        if forget:
+            self._with("_keys", sorted((key,) for key in forget), ["key"], "ops/forget_parsed_payloads.sql",
+                       {"source": self.source})
         if not rows:
             return
         run_sql(self.con, "ops/quarantine_seen.sql")
