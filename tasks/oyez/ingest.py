@@ -14,8 +14,10 @@ import duckdb
 import httpx
 import pandas as pd
 
-from caseforge.archive import ParsedPayloads, Payload, RawArchive, payload_origin, sha256_hex, size_problem
+from caseforge.archive import (ParsedPayloads, ParsePlan, Payload, RawArchive, payload_origin, sha256_hex,
+                               size_problem)
 from caseforge.fetch import Fetcher, FetchError
+from caseforge.file_digests import DigestedFile, FileDigests
 from caseforge.gate import ParseProblem, failure_reason, quarantine, quarantine_problem
 from caseforge.load import CuratedTable, batch_frame, batches, gate_and_load, load_batch
 from caseforge.progress import Progress
@@ -285,6 +287,33 @@ def live_batch_step(session: RunSession, fetcher: Fetcher, batch: list[PlannedCa
     process_live_batch(fetcher, session.con, session.run_id, batch, session.report, reparse)
 
 
+def replay_files_to_read(session: RunSession, paths: list[Path], reparse: bool = False) -> list[Path]:
+    """The case files of `paths` to read, in order. The others are counted unchanged without being read: a file
+    unchanged since it was hashed (caseforge.file_digests) whose content the archive holds under one case key,
+    which this parser loaded whole before (the ledger, one query for all)."""
+    if reparse:
+        return paths
+    report = session.report
+    digests = FileDigests(session.con, SOURCE)
+    try:
+        hashed = {path: digests.sha256(path) for path in paths
+                  if size_problem(SOURCE, "case", path.stat().st_size) is None}
+    finally:
+        digests.save()
+        if digests.read:
+            report.add("files_hashed", digests.read)
+    known = session.archive.keys_of(SOURCE, sorted(set(hashed.values())))
+    keyed = {}
+    for path, sha in hashed.items():
+        keys = [k for k in known.get(sha, ()) if not k.startswith("file/")]
+        if len(keys) == 1:
+            keyed[path] = DigestedFile(keys[0], sha)
+    plan = ParsedPayloads(session.con, SOURCE, PARSER, "scotus_cases").plan(list(keyed.values()))
+    ParsePlan([], plan.skipped, set(), plan.known).report_to(report)
+    to_parse = set(plan.parse)
+    return [path for path in paths if path not in keyed or keyed[path] in to_parse]
+
+
 def replay_batch_step(session: RunSession, paths: list[Path], reparse: bool = False) -> None:
     too_big: list[ParseProblem] = []
     payloads = archive_replay_batch(session.archive, paths, too_big)
@@ -298,6 +327,7 @@ class Steps:
     legacy: Callable = legacy_step
     plan: Callable = plan_step
     live_batch: Callable = live_batch_step
+    replay_files: Callable = replay_files_to_read
     replay_batch: Callable = replay_batch_step
 
 
@@ -315,8 +345,9 @@ def refresh(settings: Settings, from_dir: str | None = None, term: str | None = 
             details, lists = replay_files(Path(from_dir))
             report.add("list_files_seen", len(lists))
             report.add("listed", len(details))          # the folder's case files (source health)
-            progress = Progress("oyez replay", total=len(details))
-            for batch in batches(details, BATCH_SIZE):
+            to_read = steps.replay_files(session, details, reparse)
+            progress = Progress("oyez replay", total=len(to_read))
+            for batch in batches(to_read, BATCH_SIZE):
                 steps.replay_batch(session, batch, reparse)
                 progress.step(len(batch))
             progress.close()
