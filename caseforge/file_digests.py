@@ -67,7 +67,11 @@ class FileDigests:
                                 "sha256": digest, "recorded_at": datetime.now(timezone.utc)})
         return digest
 
-    def save(self) -> None:
+    def save(self, report=None, counter: str = "files_hashed") -> None:
+        """Record what this run hashed; with `report`, count the files it read under `counter`."""
         if self.hashed and table_exists(self.con, "ops.file_digests"):
             run_sql_over_rows(self.con, "ops/remember_file_digests.sql", self.hashed)
         self.hashed = []
+        if report is not None and self.read:
+            report.add(counter, self.read)
+            self.read = 0

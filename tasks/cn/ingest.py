@@ -262,9 +262,7 @@ def load_dumps(session: RunSession, directory: Path, paths: list[Path], steps: "
             listed[key] = path
             found.append(DigestedFile(key, digests.sha256(path)))
     finally:
-        digests.save()
-        if digests.read:
-            report.add("files_hashed", digests.read)
+        digests.save(report)
     plan = ledger.plan(found)
     plan.report_to(report)
     progress = Progress("cn dumps (parse)", total=len(plan.parse), unit="files")

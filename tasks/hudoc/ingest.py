@@ -290,9 +290,7 @@ def replay_documents(con, archive: RawArchive, run_id: int, documents: dict[str,
             continue
         kind = "docx" if path.suffix.lower() == ".docx" else "html"
         found.append((itemid, path, DigestedFile(f"{kind}/{itemid}", digests.sha256(path))))
-    digests.save()
-    if digests.read:
-        report.add("bodies_hashed", digests.read)
+    digests.save(report, "bodies_hashed")
     plan = ledger.plan([body for _, _, body in found])
     plan.report_to(report, unchanged="paragraphs_unchanged")
     todo = [(itemid, path, body) for itemid, path, body in found if body.key not in plan.skipped]

@@ -156,12 +156,16 @@ def load_cases(con: duckdb.DuckDBPyConnection, run_id: int, frame: pd.DataFrame,
     return load_batch(con, run_id, frame, CASES, report, remake, loaded="passed_gate")
 
 
+def _ledger(con: duckdb.DuckDBPyConnection, reparse: bool = False) -> ParsedPayloads:
+    return ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
+
+
 def load_payloads(con: duckdb.DuckDBPyConnection, run_id: int, payloads: list[Payload], report: StageReport,
                   reparse: bool = False) -> None:
     """Parse, gate and load the case payloads this parser has not loaded before (all with `reparse`); the
     others are counted unchanged. A payload is recorded as loaded with what it quarantined (a parse problem, a
     quarantined row: a known problem is not parsed again); one of a rejected batch is tried again next run."""
-    ledger = ParsedPayloads(con, SOURCE, PARSER, "scotus_cases", reparse)
+    ledger = _ledger(con, reparse)
     plan = ledger.plan(payloads)
     plan.report_to(report)
     frame = parse_payloads(con, run_id, plan.parse, report)
@@ -299,16 +303,14 @@ def replay_files_to_read(session: RunSession, paths: list[Path], reparse: bool =
         hashed = {path: digests.sha256(path) for path in paths
                   if size_problem(SOURCE, "case", path.stat().st_size) is None}
     finally:
-        digests.save()
-        if digests.read:
-            report.add("files_hashed", digests.read)
+        digests.save(report)
     known = session.archive.keys_of(SOURCE, sorted(set(hashed.values())))
     keyed = {}
     for path, sha in hashed.items():
         keys = [k for k in known.get(sha, ()) if not k.startswith("file/")]
         if len(keys) == 1:
             keyed[path] = DigestedFile(keys[0], sha)
-    plan = ParsedPayloads(session.con, SOURCE, PARSER, "scotus_cases").plan(list(keyed.values()))
+    plan = _ledger(session.con).plan(list(keyed.values()))
     ParsePlan([], plan.skipped, set(), plan.known).report_to(report)
     to_parse = set(plan.parse)
     return [path for path in paths if path not in keyed or keyed[path] in to_parse]
