@@ -9,7 +9,9 @@ filler goes and the nightly runs again. A point is drawn at random (seeded) in o
   stages as its time is); a night that ran faster and ended before its moment is counted apart
   (`night_ended_before_the_fill`);
 - `--by bytes`: N bytes left free before the night starts, N below what an undisturbed night leaves on its disk
-  (points spread as the night's writes are: most land in the sources, which write most of the bytes). (The
+  (points spread as the night's writes are: most land in the sources, which write most of the bytes); should a
+  night fit in the bytes left, it is counted apart (`fit_in_the_bytes_left`) when its own tables and releases are
+  the undisturbed night's, and is a failure otherwise. (The
 release card's quality-gate section is compared apart: it reports the batches of the run that last validated each
 table, so a night that resumed another's work shows other counts there.)
 
@@ -79,7 +81,16 @@ def nightly(db: Path, samples: Path, env: dict, fill_after: float | None = None)
 
 
 def used_bytes(folder: Path) -> int:
-    return sum(p.lstat().st_blocks * 512 for p in folder.rglob("*"))
+    """The blocks of what is under `folder`, as du counts them: links not followed (the mirror is a link to its
+    generation's folder), a file with several names once."""
+    seen, total = set(), 0
+    for root, folders, files in os.walk(folder):        # does not descend into linked folders
+        for name in folders + files:
+            found = os.lstat(os.path.join(root, name))
+            if (found.st_dev, found.st_ino) not in seen:
+                seen.add((found.st_dev, found.st_ino))
+                total += found.st_blocks * 512
+    return total
 
 
 # The card's quality-gate section reports the batches of the run that last validated each table
@@ -179,9 +190,9 @@ def inside(args) -> None:
             point = {"point": number, "share": drawn, "fill_at_s": moment}
         point.update({"failed": failed, "after_failure": visible_state(db),
                       "failed_s": round(time.monotonic() - started, 1)})
-        if failed["exit"] == 0 and failed.get("filled_bytes") is not None:
-            # the night went on after the disk was filled and ended 0: earned only if it needed no more space,
-            # that is if its own tables and releases are the undisturbed night's
+        if failed["exit"] == 0 and (failed.get("filled_bytes") is not None or "free_bytes" in point):
+            # the night ended 0 on a full disk (filled at its moment, or left its bytes): earned only if it needed no
+            # more space, that is if its own tables and releases are the undisturbed night's
             point["own_differs"] = differences(db, plan["expected"])[0]
         unfill(disk)
         started = time.monotonic()
@@ -306,7 +317,7 @@ def report(results: list[dict], undisturbed_exits: list[int], disk: Path, second
     rows, summary = [], {"points": len(results), "failed_naming_the_disk": 0, "nightly_recorded_succeeded": 0,
                          "warehouse_opens": 0, "partial_visible": 0, "next_night_identical": 0,
                          "card_quality_gate_differs": 0, "night_ended_before_the_fill": 0,
-                         "needed_no_space_after_the_fill": 0}
+                         "needed_no_space_after_the_fill": 0, "fit_in_the_bytes_left": 0}
     for point in results:
         if "fill_at_s" in point and point["failed"].get("filled_bytes") is None:
             # a faster night than the undisturbed one, done before its moment came: no full disk to judge
@@ -314,6 +325,15 @@ def report(results: list[dict], undisturbed_exits: list[int], disk: Path, second
             summary["points"] -= 1
             rows.append(f"| {point['point']} | {point['fill_at_s']} s in | {point['failed']['exit']} | the night "
                         f"ended before the disk was filled | - | - | - | - | {point['failed_s']} | - |")
+            continue
+        if "free_bytes" in point and point.get("own_differs") == [] and point["failed"]["exit"] == 0:
+            # the bytes left were enough for this night: its own tables and releases are the undisturbed night's, no
+            # full disk to judge (the draws stay below 95% of what the undisturbed night left, so it should not be)
+            summary["fit_in_the_bytes_left"] += 1
+            summary["points"] -= 1
+            summary["partial_visible"] += bool(point["after_failure"]["partial"] or point["after_next"]["partial"])
+            rows.append(f"| {point['point']} | {point['free_bytes']:,} bytes free | 0 | the night fit in the bytes "
+                        f"left: its own results are the undisturbed night's | - | - | - | - | {point['failed_s']} | - |")
             continue
         if point.get("own_differs") == [] and point["failed"]["exit"] == 0:
             # filled after the night's last write that needed space (DuckDB reuses its file's free blocks): the

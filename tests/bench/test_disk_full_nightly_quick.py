@@ -35,5 +35,6 @@ def test_a_full_disk_at_random_points_of_the_nightly_loses_nothing(samples_dir, 
     counted = {k: v for k, v in summary.items() if k != "card_quality_gate_differs"}   # (said apart: see the bench)
     assert counted == {"points": 1, "failed_naming_the_disk": 1, "nightly_recorded_succeeded": 0,
                        "warehouse_opens": 1, "partial_visible": 0, "next_night_identical": 1,
-                       "night_ended_before_the_fill": 0, "needed_no_space_after_the_fill": 0}, out.stdout[-4000:]
+                       "night_ended_before_the_fill": 0, "needed_no_space_after_the_fill": 0,
+                       "fit_in_the_bytes_left": 0}, out.stdout[-4000:]
     assert list(workdir.iterdir()) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,45 @@ def test_a_night_that_ended_0_after_the_fill_counts_apart_only_with_the_undistur
     assert summary == {"points": 2, "failed_naming_the_disk": 1, "nightly_recorded_succeeded": 1,
                        "warehouse_opens": 2, "partial_visible": 0, "next_night_identical": 2,
                        "card_quality_gate_differs": 0, "night_ended_before_the_fill": 1,
-                       "needed_no_space_after_the_fill": 1}
+                       "needed_no_space_after_the_fill": 1, "fit_in_the_bytes_left": 0}
+
+
+def test_a_night_that_fit_in_the_bytes_left_counts_apart_only_with_the_undisturbed_results(capsys):
+    # seen in a 100-point sweep by bytes: 101,858,789 bytes (94% of what the undisturbed night left on its disk)
+    # were enough for a whole night, which ended 0 with the undisturbed night's tables and releases
+    bench = load_bench()
+    succeeded = {"exit": 0, "said": [], "filled_bytes": None}
+    by_bytes = {"free_bytes": 101_858_789}
+    fit = {**point(2, "/d", failed=succeeded, own_differs=[],
+                   after_failure={"opens": "yes", "nightly": ["succeeded"], "partial": []}), **by_bytes}
+    unearned = {**point(3, "/d", failed=succeeded, own_differs=["eval.casegen_scores"],
+                        after_failure={"opens": "yes", "nightly": ["succeeded"], "partial": []}), **by_bytes}
+    unjudged = {**point(4, "/d", failed=succeeded,             # a sweep from before its own results were compared
+                        after_failure={"opens": "yes", "nightly": ["succeeded"], "partial": []}), **by_bytes}
+    for each in (fit, unearned, unjudged):
+        del each["share"], each["fill_at_s"]
+    bench.report([{**point(1, "/d"), **by_bytes}, fit, unearned, unjudged], [0], Path("/d"), 60)
+    printed = capsys.readouterr().out
+    summary = summary_of(printed)
+    assert summary["points"] == 3 and summary["fit_in_the_bytes_left"] == 1
+    assert summary["failed_naming_the_disk"] == 1 and summary["nightly_recorded_succeeded"] == 2
+    assert "| 2 | 101,858,789 bytes free | 0 | the night fit in the bytes left" in printed
+    assert "| 3 | 101,858,789 bytes free | 0 |" in printed and "| 4 | 101,858,789 bytes free | 0 |" in printed
+
+
+def test_what_a_night_left_counts_the_mirrors_generation_once(tmp_path):
+    # the published mirror is a link to its generation's folder: counted through both, the undisturbed night seemed
+    # to leave 108.4 MB (du: 99.8 MB), and points drawn up to 95% of it left room enough for a whole night
+    bench = load_bench()
+    generation = tmp_path / "cf-parquet.d" / "00000010"
+    generation.mkdir(parents=True)
+    (generation / "t.parquet").write_bytes(b"x" * 1_000_000)
+    (tmp_path / "cf-parquet").symlink_to("cf-parquet.d/00000010")
+    (tmp_path / "cf.duckdb").write_bytes(b"y" * 500_000)
+    os.link(tmp_path / "cf.duckdb", tmp_path / "also.duckdb")          # one file under two names: its blocks once
+    du = int(subprocess.run(["du", "-s", "--block-size=1", str(tmp_path)], capture_output=True, text=True,
+                            check=True).stdout.split()[0])
+    assert bench.used_bytes(tmp_path) == du - os.lstat(tmp_path).st_blocks * 512   # du counts the folder itself
 
 
 def test_summarize_reads_several_sweeps_each_against_its_own_disk(tmp_path):
