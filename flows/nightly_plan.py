@@ -223,7 +223,9 @@ def depends_on(entry: registry.FlowEntry, options: dict, settings: Settings) -> 
     return {"llm": choices, "prompts": prompts, "options": options}
 
 
-def _source_stage(settings: Settings, source: registry.Source, options: NightlyOptions, samples_dir: Path) -> Stage:
+def _source_stage(settings: Settings, source: registry.Source, options: NightlyOptions, samples_dir: Path,
+                  writers: dict[str, str]) -> Stage:
+    """`writers`: tonight's sources by the tables they write; a source reading one of them waits for its writer."""
     kwargs = source_kwargs(source, options.from_samples, samples_dir)
     skip, files = "", ()
     if not options.from_samples and not source.live:
@@ -248,8 +250,9 @@ def _source_stage(settings: Settings, source: registry.Source, options: NightlyO
         return report
 
     about = f"replays {len(files)} file(s) from {samples_dir}" if files else "fetches upstream"
-    return Stage("source", source.name, work, outputs=source.outputs, parallel=True, files=files, skip=skip,
-                 about=about)
+    after = tuple(sorted({f"source {writers[t]}" for t in source.inputs if writers.get(t, source.name) != source.name}))
+    return Stage("source", source.name, work, inputs=source.inputs, outputs=source.outputs, after=after, parallel=True,
+                 files=files, skip=skip, about=about)
 
 
 def _flow_stage(settings: Settings, kind: str, entry: registry.FlowEntry, options: dict, after: tuple[str, ...]):
@@ -300,9 +303,10 @@ def _export_stage(settings: Settings, release: registry.Release, folder) -> Stag
 def build_plan(settings: Settings, options: NightlyOptions, sources: dict[str, registry.Source],
                builders: dict[str, registry.Builder], evaluations: dict[str, registry.Evaluation],
                releases: dict[str, registry.Release], release_dir) -> Plan:
-    """Tonight's plan: the chosen sources (in parallel), each source's health, then the builders, then the evaluations (each with the
-    options of [nightly.builders.<name>] / [nightly.evaluations.<name>]), then the reviews ([review] nightly), then
-    a release of each dataset into `release_dir`."""
+    """Tonight's plan: the chosen sources (in parallel; a source reading another's tables after it), each source's
+    health, then the builders, then the evaluations (each with the options of [nightly.builders.<name>] /
+    [nightly.evaluations.<name>]), then the reviews ([review] nightly), then a release of each dataset into
+    `release_dir`."""
     from caseforge.release.stored import child_url
 
     names = options.sources if options.sources is not None else sorted(sources)
@@ -311,7 +315,8 @@ def build_plan(settings: Settings, options: NightlyOptions, sources: dict[str, r
         raise ValueError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(sorted(sources))}")
     samples_dir = samples_folder(settings, options)
     nightly = settings.file.nightly
-    stages = [_source_stage(settings, sources[name], options, samples_dir) for name in names]
+    writers = {table: name for name in names for table in sources[name].outputs}
+    stages = [_source_stage(settings, sources[name], options, samples_dir, writers) for name in names]
     stages += [_health_stage(settings, sources[stage.name], stage) for stage in list(stages)
                if sources[stage.name].health is not None]
     stages += [_flow_stage(settings, "builder", entry, dict(nightly.builders.get(name) or {}), ("source",))

@@ -147,7 +147,7 @@ def test_a_live_nightly_without_network_fails_its_sources_within_minutes(live_ni
     # Failed, listing the three sources, each with the unreachable host in its reason
     assert flow_run["state"]["type"] == "FAILED", (flow_run["state"], worker_log)
     message = flow_run["state"]["message"]
-    assert "3 stage(s) failed (source guides, source hudoc, source oyez)" in message, message
+    assert "3 stage(s) failed (source hudoc, source oyez, source guides)" in message, message
     runs = live_nightly["task_runs"]
     states = {name: run["state"]["type"] for name, run in runs.items()}
     for name in LIVE_SOURCES:
@@ -183,7 +183,7 @@ def test_a_failed_nightly_posts_one_message_naming_its_failed_stages_and_linking
     assert message["subject"] == f"caseforge: nightly run {flow_run['name']} Failed", message
     body = message["body"]
     assert "nightly (deployment nightly-live)" in body, body
-    assert "3 stage(s) failed (source guides, source hudoc, source oyez)" in body, body
+    assert "3 stage(s) failed (source hudoc, source oyez, source guides)" in body, body
     for name in LIVE_SOURCES:                           # the same line as the stage's task run in the UI
         assert live_nightly["task_runs"][f"source-{name}"]["state"]["message"] in body, body
     assert f"{prefect_server.url}/runs/flow-run/{flow_run['id']}" in body, body
