@@ -29,7 +29,8 @@ DOCS = PROJECT_ROOT / "docs" / "llm.md"
 SECTION = "## Serving a model with vLLM and pointing caseforge at it"
 MARKED = re.compile(r"<!-- docs-test: (?P<kind>[\w-]+)(?: (?P<name>[\w-]+))? -->\n+```(?P<lang>\w*)\n(?P<body>.*?)```",
                     re.S)
-pytestmark = [pytest.mark.samples, pytest.mark.slow]
+# a hang guard, not a budget: two real model servers and their builds on 2 shared cores took 217-301 s in CI
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def blocks(text: str) -> list[dict]:

@@ -36,7 +36,8 @@ from oyez_subset import link_oyez_subset
 
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
 
-pytestmark = [pytest.mark.samples, pytest.mark.slow]
+# a hang guard, not a budget: the fan-out with a worker killed took 168-201 s in CI
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(900)]
 
 POOL = "caseforge-test-gpu"           # stands in for caseforge-gpu
 CASES = 30                            # 21 of them have facts: x 10 claims = 210 requests

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.samples, pytest.mark.slow]
+# a hang guard, not a budget: every pipeline's identities on one thread took 172-248 s in CI (its child: 900 s)
+pytestmark = [pytest.mark.samples, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))

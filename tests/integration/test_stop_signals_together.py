@@ -28,7 +28,8 @@ import pytest
 
 from caseforge.stopping import STOP_GRACE_S
 
-pytestmark = pytest.mark.slow
+# a hang guard, not a budget: the 50 tries took 97-131 s in CI
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TRIES = 50
 AT_ONCE = 4                     # processes alive at a time (2 cores: each is on a CPU much of the time)
