@@ -12,23 +12,20 @@ KEY_BLOCK = re.compile(r"<!-- docs-test: key -->\n+```bash\n(?P<body>.*?)```", r
 PYTHON_CODE = re.compile(r"python -c '(?P<code>[^']+)'")
 
 
-def the_pages_key(token_bytes) -> str:
+def the_pages_key(monkeypatch, byte: int) -> str:
+    """What the page's key command prints when every random byte it draws is `byte`."""
     [block] = KEY_BLOCK.findall(DOCS.read_text(encoding="utf-8"))
     [code] = PYTHON_CODE.findall(block)
     printed: list[str] = []
-    real = secrets.token_bytes
-    secrets.token_bytes = token_bytes
-    try:
-        exec(code, {"print": printed.append})
-    finally:
-        secrets.token_bytes = real
+    monkeypatch.setattr(secrets, "token_bytes", lambda n=None: bytes([byte]) * (n or 32))
+    exec(code, {"print": printed.append})
     [key] = printed
     return key
 
 
-def test_the_pages_key_never_begins_with_a_dash_whatever_bytes_it_draws():
+def test_the_pages_key_never_begins_with_a_dash_whatever_bytes_it_draws(monkeypatch):
     # 0xfb's first six bits are 62: "-" in the URL-safe base64 alphabet
     for byte in (0x00, 0x7f, 0xf8, 0xfb, 0xff):
-        key = the_pages_key(lambda n, byte=byte: bytes([byte]) * (n or 32))
+        key = the_pages_key(monkeypatch, byte)
         assert not key.startswith("-"), key
         assert len(key) >= 24 and key.isalnum(), key

@@ -51,8 +51,8 @@ def test_the_registry_plan_waits_as_the_nightly_always_ran(tmp_path):
 def test_a_source_that_reads_another_sources_table_waits_for_it(tmp_path):
     """The guides resolve their citations against curated.echr_judgments: run beside HUDOC, the first night's
     resolutions depended on which thread came first, and the next night parsed every guide again (its judgments had
-    changed under it; measured by bench/nightly_scale.py's unchanged night: 2 of 2 guides parsed, the gate's import
-    and all). Without HUDOC tonight the guides read what is stored and run in the first wave."""
+    changed under it: tests/samples/test_nightly_samples.py's second night, the gate's import and all). Without
+    HUDOC tonight the guides read what is stored and run in the first wave."""
     settings = load_settings(tmp_path / "cf.duckdb")
 
     def plan_of(sources):
