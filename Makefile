@@ -80,9 +80,13 @@ run: setup
 
 # The suite on TEST_WORKERS pytest-xdist workers; the tests that share a server started once per session go to one
 # worker (tests/xdist_groups.py), so that server starts once; so do the tests of one integration module.
+# It stops at once, in one line, when the temporary folder's disk has less than TEST_DISK_GB free (the suite's
+# temporary files peak at about 3.9 GB: tests/disk_room.py).
 TEST_WORKERS ?= 3
+TEST_DISK_GB ?= 4
 test: setup setup-review setup-harness
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 --junitxml=out/ci-artifacts/junit.xml
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=15 --junitxml=out/ci-artifacts/junit.xml \
+		--require-free-disk $(TEST_DISK_GB)
 
 # Whole pipelines on the real SmolLM2 model through llama.cpp (several minutes on 2 cores).
 test-smollm: setup

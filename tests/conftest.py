@@ -59,6 +59,23 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--require-free-disk", metavar="GB", type=float, default=None,
+                     help="stop at once, in one line, unless the disk of the temporary folder has GB free "
+                          "(make test: the whole suite's need, tests/disk_room.py)")
+
+
+def pytest_sessionstart(session):
+    from disk_room import shortfall, temporary_root
+
+    need = session.config.getoption("require_free_disk")
+    if need is None or hasattr(session.config, "workerinput"):      # the xdist controller checks, once
+        return
+    reason = shortfall(temporary_root(session.config.getoption("basetemp")), need)
+    if reason:
+        pytest.exit(reason, returncode=1)
+
+
 @pytest.hookimpl(tryfirst=True)        # before pytest-xdist's own hook, which reads the groups (tests/xdist_groups.py)
 def pytest_collection_modifyitems(config, items):
     assign_groups(items)
