@@ -81,7 +81,7 @@ run: setup
 # The suite on TEST_WORKERS pytest-xdist workers; the tests that share a server started once per session go to one
 # worker (tests/xdist_groups.py), so that server starts once; so do the tests of one integration module.
 # It stops at once, in one line, when the temporary folder's disk has less than TEST_DISK_GB free (the suite's
-# temporary files peak at about 3.9 GB: tests/disk_room.py).
+# temporary files reach about 4 GB: tests/disk_room.py).
 TEST_WORKERS ?= 3
 TEST_DISK_GB ?= 4
 test: setup setup-review setup-harness

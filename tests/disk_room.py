@@ -1,7 +1,7 @@
-"""Room on the disk before the whole suite starts (`make test --require-free-disk GB`): the suite's temporary files
-peak at about 3.9 GB (a fresh-clone run of `make test` on 2026-11-29, `du` of pytest's temporary folder every 20 s).
-With less than that free, tests start failing at random, by the hundreds, once the disk fills (a CI run of
-48e2e81 did, with its log cut off mid-line); one line at the start says why instead."""
+"""Room on the disk before the whole suite starts (`make test`: --require-free-disk GB): the suite's temporary files
+reach about 4 GB (3,874 MiB, 4.06 GB: a fresh-clone run of `make test` on 2026-11-29, `du -sm` of pytest's temporary
+folder every 20 s). With less free, tests fail at random, by the hundreds, once the disk fills (as the CI run of
+48e2e81 most likely did: its log ends mid-line at 78%); one line at the start says why instead."""
 from __future__ import annotations
 
 import os
