@@ -159,7 +159,8 @@ def stop_on_signals(exit_when_stuck: bool = False,
     finally:
         _exit_when_stuck, _leaving_hooks = False, ()
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            if signal.getsignal(signum) is on_stop_signal:      # not one the block put in its place (leaving's)
+                signal.signal(signum, handler)
 
 
 _leaving: dict = {}                 # stop_quietly_while_leaving: the exit status the command ended with

@@ -75,13 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
     leaving = argv is None                      # the `caseforge` program itself, not a call in-process
     with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
-        code = _command(args, unraisable_before)
-    if leaving:                                 # the interpreter's exit hooks: a stop then is a stop too
-        stopping.stop_quietly_while_leaving(code)
+        code = _command(args, unraisable_before, forget_stop=not leaving)
+        if leaving:     # the exit hooks' handler takes over inside the block: no moment with SIGTERM's default
+            stopping.stop_quietly_while_leaving(code)   # action (a second signal of `timeout` killed the command)
+            stopping.forget_stop()      # only now: a second signal before this leaves at once, with the stop's status
     return code
 
 
-def _command(args: argparse.Namespace, unraisable_before) -> int:
+def _command(args: argparse.Namespace, unraisable_before, forget_stop: bool = True) -> int:
     try:
         return _run(args)
     except CommandFailed as exc:
@@ -105,7 +106,8 @@ def _command(args: argparse.Namespace, unraisable_before) -> int:
         print(f"caseforge: {full or one_line(exc)}", file=sys.stderr)
         return 1 if full else 2           # a full disk met while working: a run that failed, not a usage error
     finally:                                # main() also runs in-process (tests, notebooks): leave no trace
-        stopping.forget_stop()
+        if forget_stop:
+            stopping.forget_stop()
         sys.unraisablehook = unraisable_before
 
 
