@@ -77,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
         code = _command(args, unraisable_before, forget_stop=not leaving)
         if leaving:     # the exit hooks' handler takes over inside the block: no moment with SIGTERM's default
-            stopping.stop_quietly_while_leaving(code)   # action (a second signal of `timeout` killed the command)
-            stopping.forget_stop()      # only now: a second signal before this leaves at once, with the stop's status
+            stopped = stopping.stop_requested()         # action (a second signal of `timeout` killed the command)
+            stopping.stop_quietly_while_leaving(code)
+            if stopped is not None:     # only now: a second signal before this leaves at once, with the stop's status
+                stopping.forget_stop()
     return code
 
 

@@ -247,3 +247,44 @@ def test_a_second_sigterm_after_the_command_stopped_finds_a_handler_and_ends_it_
              and not (seen["ended"] is None and seen["returned"] == 143)]
     assert wrong == [], f"not ended with 143: {wrong}"
     assert "caseforge: interrupted by SIGTERM" in capsys.readouterr().err
+
+
+def test_a_first_sigterm_once_the_exit_hooks_handler_is_in_place_is_kept_for_the_exit(doubles, monkeypatch):
+    """A command that ended without a stop, a SIGTERM before each line of main after the exit hooks' handler took
+    over: the stop is kept, so the exit hooks end the command as stopped (143, caseforge.stopping._end_as_stopped),
+    never forgotten into an exit 0."""
+    from caseforge import cli
+
+    traced = {cli.__file__, stopping.__file__}
+    kept = []
+    for line in range(1, 1000):
+        seen = {"lines": 0, "fired": False}
+
+        def tracer(frame, event, _arg, seen=seen, line=line):
+            if frame.f_code.co_filename not in traced:
+                return None
+            if event == "line" and signal.getsignal(signal.SIGTERM) is stopping._stop_while_leaving:
+                seen["lines"] += 1
+                if seen["lines"] == line and not seen["fired"]:
+                    seen["fired"] = True
+                    stopping._stop_while_leaving(signal.SIGTERM)
+            return tracer
+
+        monkeypatch.setattr(sys, "argv", ["caseforge", "status"])
+        monkeypatch.setattr(cli, "_run", lambda _args: 0)
+        before = {signum: signal.getsignal(signum) for signum in stopping.SIGNAL_CAUSES}
+        sys.settrace(tracer)
+        try:
+            returned = cli.main()
+        finally:
+            sys.settrace(None)
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
+            request = stopping.stop_requested()
+            stopping._leaving.clear()
+            stopping.forget_stop()
+        if not seen["fired"]:
+            break
+        kept.append((line, returned, request.exit_code if request else None))
+    assert kept, "main ran no line with the exit hooks' handler in place"
+    assert all(returned == 0 and exit_code == 143 for _, returned, exit_code in kept), kept
