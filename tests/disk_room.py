@@ -5,9 +5,10 @@ folder every 20 s). With less free, tests fail at random, by the hundreds, once 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
+
+from small_disks import free_bytes
 
 GB = 1_000_000_000
 
@@ -24,7 +25,7 @@ def shortfall(folder: Path, need_gb: float) -> str | None:
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    free = shutil.disk_usage(existing).free
+    free = free_bytes(existing)
     if free >= need_gb * GB:
         return None
     return (f"not enough disk for the test suite: {free / GB:.2f} GB free at {existing}, the suite's temporary files "

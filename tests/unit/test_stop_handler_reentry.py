@@ -181,15 +181,42 @@ def test_prefects_sigterm_handler_as_caseforge_replaces_it(doubles):
     assert fired and all(ends_stopped(seen["ended"]) for seen in fired), fired
 
 
-def main_with_a_second_signal_at(line: int, monkeypatch) -> dict:
-    """`caseforge status` as the program runs it (cli.main(), argv None), its work stopped by a first SIGTERM (its
-    handler called as Python calls it), and the handler in place for SIGTERM at that moment called again just
-    before the `line`-th line main runs after the stop (in cli/__init__.py and caseforge/stopping.py): what it
-    found there, how main ended."""
+def main_as_the_program(monkeypatch, work, tracer) -> dict:
+    """`caseforge status` as the program runs it (cli.main(), argv None) with `work` in place of the command's and
+    `tracer` on; the handlers and the stop put back after. How main ended, and the stop it left behind."""
     from caseforge import cli
 
-    traced = {cli.__file__, stopping.__file__}
-    seen = {"lines": 0, "fired": False, "handler": None, "ended": None, "returned": None, "stopped": False}
+    monkeypatch.setattr(sys, "argv", ["caseforge", "status"])
+    monkeypatch.setattr(cli, "_run", work)
+    before = {signum: signal.getsignal(signum) for signum in stopping.SIGNAL_CAUSES}
+    ended = {"returned": None, "ended": None, "stop": None}
+    sys.settrace(tracer)
+    try:
+        ended["returned"] = cli.main()
+    except BaseException as exc:        # noqa: BLE001 - Left (the process left), or what escaped main
+        ended["ended"] = exc
+    finally:
+        sys.settrace(None)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        ended["stop"] = stopping.stop_requested()
+        stopping._leaving.clear()           # else this process's own exit would end "as stopped"
+        stopping.forget_stop()
+    return ended
+
+
+def traced_files() -> set[str]:
+    from caseforge import cli
+
+    return {cli.__file__, stopping.__file__}
+
+
+def main_with_a_second_signal_at(line: int, monkeypatch) -> dict:
+    """main as the program runs it, its work stopped by a first SIGTERM (its handler called as Python calls it), and
+    the handler in place for SIGTERM at that moment called again just before the `line`-th line main runs after
+    the stop (in cli/__init__.py and caseforge/stopping.py): what it found there, how main ended."""
+    traced = traced_files()
+    seen = {"lines": 0, "fired": False, "handler": None, "stopped": False}
 
     def stopped_work(_args) -> int:
         seen["stopped"] = True
@@ -208,28 +235,15 @@ def main_with_a_second_signal_at(line: int, monkeypatch) -> dict:
                     handler(signal.SIGTERM, None)
         return tracer
 
-    monkeypatch.setattr(sys, "argv", ["caseforge", "status"])
-    monkeypatch.setattr(cli, "_run", stopped_work)
-    before = {signum: signal.getsignal(signum) for signum in stopping.SIGNAL_CAUSES}
-    sys.settrace(tracer)
-    try:
-        seen["returned"] = cli.main()
-    except BaseException as exc:        # noqa: BLE001 - Left (the process left), or what escaped main
-        seen["ended"] = exc
-    finally:
-        sys.settrace(None)
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
-        stopping._leaving.clear()           # else this process's own exit would end "as stopped"
-        stopping.forget_stop()
-    return seen
+    ended = main_as_the_program(monkeypatch, stopped_work, tracer)
+    return {**seen, **ended}
 
 
 def test_a_second_sigterm_after_the_command_stopped_finds_a_handler_and_ends_it_with_143(doubles, monkeypatch, capsys):
     """The second SIGTERM of `timeout` can land after the first has stopped the work, while main() returns. There,
     between the block that handles stop signals and the exit hooks' own handler, SIGTERM had its default action
     back: a command that had printed "caseforge: interrupted by SIGTERM" was killed by the signal (exit status
-    -15, not 143, and none of the exit hooks run: 1 try of 50 in the CI of tests/integration/
+    -15, not 143, and none of the exit hooks run: 1 try of 50 in a fresh-clone run of tests/integration/
     test_stop_signals_together.py). And once main had forgotten the stop, a second signal there was taken for a
     first one and escaped main as an exception. Wherever it lands now, a handler of caseforge's takes it, and
     the command ends with 143 (it leaves at once, or main returns 143)."""
@@ -253,9 +267,7 @@ def test_a_first_sigterm_once_the_exit_hooks_handler_is_in_place_is_kept_for_the
     """A command that ended without a stop, a SIGTERM before each line of main after the exit hooks' handler took
     over: the stop is kept, so the exit hooks end the command as stopped (143, caseforge.stopping._end_as_stopped),
     never forgotten into an exit 0."""
-    from caseforge import cli
-
-    traced = {cli.__file__, stopping.__file__}
+    traced = traced_files()
     kept = []
     for line in range(1, 1000):
         seen = {"lines": 0, "fired": False}
@@ -270,21 +282,9 @@ def test_a_first_sigterm_once_the_exit_hooks_handler_is_in_place_is_kept_for_the
                     stopping._stop_while_leaving(signal.SIGTERM)
             return tracer
 
-        monkeypatch.setattr(sys, "argv", ["caseforge", "status"])
-        monkeypatch.setattr(cli, "_run", lambda _args: 0)
-        before = {signum: signal.getsignal(signum) for signum in stopping.SIGNAL_CAUSES}
-        sys.settrace(tracer)
-        try:
-            returned = cli.main()
-        finally:
-            sys.settrace(None)
-            for signum, handler in before.items():
-                signal.signal(signum, handler)
-            request = stopping.stop_requested()
-            stopping._leaving.clear()
-            stopping.forget_stop()
+        ended = main_as_the_program(monkeypatch, lambda _args: 0, tracer)
         if not seen["fired"]:
             break
-        kept.append((line, returned, request.exit_code if request else None))
+        kept.append((line, ended["returned"], ended["stop"].exit_code if ended["stop"] else None))
     assert kept, "main ran no line with the exit hooks' handler in place"
     assert all(returned == 0 and exit_code == 143 for _, returned, exit_code in kept), kept
