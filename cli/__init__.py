@@ -75,13 +75,28 @@ def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _quiet_about_lost_stops(unraisable_before)
     leaving = argv is None                      # the `caseforge` program itself, not a call in-process
     with stopping.stop_on_signals(exit_when_stuck=leaving, before_leaving=(stop_open_runs,)):
-        code = _command(args, unraisable_before, forget_stop=not leaving)
-        if leaving:     # the exit hooks' handler takes over inside the block: no moment with SIGTERM's default
-            stopped = stopping.stop_requested()         # action (a second signal of `timeout` killed the command)
-            stopping.stop_quietly_while_leaving(code)
-            if stopped is not None:     # only now: a second signal before this leaves at once, with the stop's status
-                stopping.forget_stop()
+        try:
+            code = _command(args, unraisable_before, forget_stop=not leaving)
+            if leaving:     # the exit hooks' handler takes over inside the block: no moment with SIGTERM's default
+                stopped = stopping.stop_requested()     # action (a second signal of `timeout` killed the command)
+                stopping.stop_quietly_while_leaving(code)
+        except KeyboardInterrupt as exc:    # a first stop signal after the work, before the exit hooks' handler
+            if not leaving:
+                raise
+            code, stopped = _stopped_while_returning(exc)
+        if leaving and stopped is not None:     # only now: a second signal before this leaves at once, with the
+            stopping.forget_stop()              # stop's status
     return code
+
+
+def _stopped_while_returning(exc: KeyboardInterrupt) -> tuple[int, stopping.StopRequest]:
+    """The program's end when a stop signal came after its work, while main returned: as a stop during the work
+    (its runs recorded, its one line), and the exit hooks' handler in place."""
+    request = stopping.stop_of(exc)
+    stop_open_runs(request)
+    stopping.say_stopped(request)
+    stopping.stop_quietly_while_leaving(request.exit_code)
+    return request.exit_code, request
 
 
 def _command(args: argparse.Namespace, unraisable_before, forget_stop: bool = True) -> int:

@@ -288,3 +288,49 @@ def test_a_first_sigterm_once_the_exit_hooks_handler_is_in_place_is_kept_for_the
         kept.append((line, ended["returned"], ended["stop"].exit_code if ended["stop"] else None))
     assert kept, "main ran no line with the exit hooks' handler in place"
     assert all(returned == 0 and exit_code == 143 for _, returned, exit_code in kept), kept
+
+
+def test_a_first_sigterm_as_main_returns_from_work_that_was_not_stopped_ends_the_command_as_stopped(doubles, monkeypatch,
+                                                                                                    capsys):
+    """A command whose work ended without a stop, and one SIGTERM before each line main runs after the work returned,
+    whatever handler is in place then. Between the work's end and the exit hooks' handler, the block's handler
+    raised the stop into main's last lines, and it escaped main as an exception (a traceback, exit 1, not 143).
+    Wherever it lands now, the command ends as stopped: main returns 143, or it leaves at once with 143, or it
+    returns the work's status with the stop kept for the exit hooks, which end it with 143."""
+    traced = traced_files()
+    outcomes = []
+    for line in range(1, 1000):
+        seen = {"lines": 0, "fired": False, "done": False}
+
+        def work(_args, seen=seen) -> int:
+            seen["done"] = True
+            return 0
+
+        def tracer(frame, event, _arg, seen=seen, line=line):
+            if frame.f_code.co_filename not in traced:
+                return None
+            if event == "line" and seen["done"]:
+                seen["lines"] += 1
+                if seen["lines"] == line and not seen["fired"]:
+                    seen["fired"] = True
+                    handler = signal.getsignal(signal.SIGTERM)
+                    if callable(handler):
+                        handler(signal.SIGTERM, None)
+            return tracer
+
+        ended = main_as_the_program(monkeypatch, work, tracer)
+        if not seen["fired"]:
+            break
+        outcomes.append((line, ended))
+    assert len(outcomes) >= 5, outcomes                 # main's lines after the work were walked
+
+    def as_stopped(ended: dict) -> bool:
+        if isinstance(ended["ended"], Left):
+            return ended["ended"].exit_code == 143
+        if ended["ended"] is not None:
+            return False
+        kept = ended["stop"].exit_code if ended["stop"] is not None else None
+        return ended["returned"] == 143 or (ended["returned"] == 0 and kept == 143)
+
+    wrong = [(line, ended["ended"], ended["returned"]) for line, ended in outcomes if not as_stopped(ended)]
+    assert wrong == [], f"not ended as stopped (line, escaped, returned): {wrong}"
