@@ -47,9 +47,10 @@ def name_problems(settings: Settings, path: str | Path | None = None) -> list[st
         return unknown_key(layer_holding((*table, key), named), table, key, known, option_home)
 
     llm, problems = settings.file.llm, []
-    steps = sorted({step for steps in registry.llm_steps().values() for step in steps})
-    problems += [unknown(("llm", "steps"), step, steps) for step in llm.steps
-                 if not any(fnmatch.fnmatchcase(step, name) or fnmatch.fnmatchcase(name, step) for name in steps)]
+    if llm.steps:       # the steps are known by importing every pipeline (a third of a second): only when needed
+        steps = sorted({step for steps in registry.llm_steps().values() for step in steps})
+        problems += [unknown(("llm", "steps"), step, steps) for step in llm.steps
+                     if not any(fnmatch.fnmatchcase(step, name) or fnmatch.fnmatchcase(name, step) for name in steps)]
     every = set().union(*(option_names(name) for name in REGISTRY))
     tables = [(("llm", "backends", name), choice, option_names(name)) for name, choice in llm.backends.items()]
     for kind, choices in (("roles", llm.roles), ("steps", llm.steps)):

@@ -7,13 +7,15 @@ import re
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import duckdb
-import pandas as pd
 
 from caseforge.settings import SQL_DIR
 from caseforge.warehouse import changes
+
+if TYPE_CHECKING:      # pandas costs a command about 0.3 s to import: only where rows are written
+    import pandas as pd
 
 # What may be written into a statement's text: a plain or schema-qualified name, never a value.
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -116,6 +118,8 @@ def run_sql_over_rows(con: duckdb.DuckDBPyConnection, relative: str, rows: list[
     much faster than one statement per row."""
     if not rows:
         return
+    import pandas as pd
+
     con.register("_rows", pd.DataFrame(rows))
     try:
         run_sql(con, relative)

@@ -61,6 +61,19 @@ def test_a_key_of_another_table_says_which_one(tmp_path, capsys):
     assert "unknown setting [fanout] publish; it belongs in [mirror] publish" in line, line
 
 
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_an_llm_step_no_pipeline_has_names_the_closest_one(tmp_path, capsys, command):
+    """[llm.steps] names are checked against every pipeline's steps (their modules imported only then)."""
+    line = refused(tmp_path, capsys, '[llm.steps."casefacts.factualty"]\nmodel = "m"\n', command)
+    assert 'unknown setting [llm.steps] "casefacts.factualty"; did you mean casefacts.factuality?' in line, line
+
+
+def test_llm_steps_every_pipeline_has_are_accepted(tmp_path, capsys):
+    (tmp_path / "caseforge.toml").write_text('[llm.steps."casefacts.factuality"]\nmodel = "m"\n'
+                                             '[llm.steps."aquaechr-question-*"]\nmodel = "m"\n')
+    assert main(["llm", "check", "--no-requests"]) != 2, capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", COMMANDS + [["run", "nightly", "--db"]], ids=" ".join)
 def test_every_command_checks_the_nightlys_own_tables(tmp_path, capsys, command):
     line = refused(tmp_path, capsys, "[nightly.builders.casefacts]\nlimt = 3\n", command)
