@@ -93,10 +93,16 @@ def _stopped_while_returning(exc: KeyboardInterrupt) -> tuple[int, stopping.Stop
     """The program's end when a stop signal came after its work, while main returned: as a stop during the work
     (its runs recorded, its one line), and the exit hooks' handler in place."""
     request = stopping.stop_of(exc)
+    code = _ended_stopped(request)
+    stopping.stop_quietly_while_leaving(code)
+    return code, request
+
+
+def _ended_stopped(request: stopping.StopRequest) -> int:
+    """A stopped command's end: its runs recorded as stopped, its one line; the exit status."""
     stop_open_runs(request)
     stopping.say_stopped(request)
-    stopping.stop_quietly_while_leaving(request.exit_code)
-    return request.exit_code, request
+    return request.exit_code
 
 
 def _command(args: argparse.Namespace, unraisable_before, forget_stop: bool = True) -> int:
@@ -109,14 +115,14 @@ def _command(args: argparse.Namespace, unraisable_before, forget_stop: bool = Tr
             print(f"caseforge: {reason}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, a Prefect cancellation: one line, runs recorded
-        request = stopping.stop_of(exc)
-        stop_open_runs(request)
-        stopping.say_stopped(request)
-        return request.exit_code
+        return _ended_stopped(stopping.stop_of(exc))
     except BrokenPipeError:                 # `caseforge status | head`: the reader has what it wanted
         common.quiet_stdout()
         return 141                          # what a shell reports for a command ended by SIGPIPE
     except Exception as exc:      # an ordinary mistake: its reason in one line; the traceback with --debug
+        stopped = stopping.stop_requested()
+        if stopped is not None:     # the stop's own exception, changed on its way (Python 3.11 wraps one raised
+            return _ended_stopped(stopped)      # in a class's __set_name__, during an import, in a RuntimeError)
         if args.debug:
             traceback.print_exc(file=sys.stderr)
         full = disk_full_line(exc, args.command, _written_near(args))

@@ -334,3 +334,24 @@ def test_a_first_sigterm_as_main_returns_from_work_that_was_not_stopped_ends_the
 
     wrong = [(line, ended["ended"], ended["returned"]) for line, ended in outcomes if not as_stopped(ended)]
     assert wrong == [], f"not ended as stopped (line, escaped, returned): {wrong}"
+
+
+def test_a_stop_that_python_wraps_on_the_way_still_ends_the_command_as_stopped(doubles, monkeypatch, capsys):
+    """A stop signal whose handler runs inside a class's __set_name__ (an import that creates a class, as rich's
+    ConsoleThreadLocals did in 1 try of 50 of tests/integration/test_stop_signals_together.py) reaches the command
+    as Python 3.11's RuntimeError("Error calling __set_name__ ..."), not as the stop: the command said that line
+    and exited 2, as for a mistake. Whatever the stop's exception became, a command told to stop ends as stopped."""
+    from caseforge import cli
+
+    class Field:
+        def __set_name__(self, owner, name):
+            stopping.on_stop_signal(signal.SIGTERM)       # the signal's handler, run between two bytecodes here
+
+    def work(_args) -> int:
+        type("Holder", (), {"buffer": Field()})
+        return 0
+
+    monkeypatch.setattr(cli, "_run", work)
+    code = cli.main(["status"])
+    err = capsys.readouterr().err
+    assert code == 143 and err.strip() == "caseforge: interrupted by SIGTERM", (code, err)
