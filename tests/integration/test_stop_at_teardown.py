@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROGRAM = textwrap.dedent("""
     import os, signal, sys, time
     from caseforge import stopping
@@ -21,11 +23,15 @@ PROGRAM = textwrap.dedent("""
     request = stopping.request_stop(signal.SIGTERM)     # the first signal stopped the command's work
     stopping.say_stopped(request)
     stopping.stop_quietly_while_leaving(request.exit_code)
+    if FORGET:
+        stopping.forget_stop()      # as cli.main does once the exit hooks' handler is in place
     sys.exit(request.exit_code)
 """)
 
 
-def test_a_second_sigterm_while_a_stopped_command_tears_down_keeps_its_143():
-    done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("forget", [True, False], ids=["stop forgotten by main", "stop kept"])
+def test_a_second_sigterm_while_a_stopped_command_tears_down_keeps_its_143(forget):
+    program = PROGRAM.replace("if FORGET:", f"if {forget}:")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.returncode == 143, (done.returncode, done.stderr[-2000:])
     assert done.stderr.strip() == "caseforge: interrupted by SIGTERM", done.stderr
