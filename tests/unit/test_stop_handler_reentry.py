@@ -211,6 +211,23 @@ def traced_files() -> set[str]:
     return {cli.__file__, stopping.__file__}
 
 
+def handler_in_place_before(line: int, seen: dict, armed: str, traced: set[str]):
+    """A tracer that, once seen[armed] is set, calls the SIGTERM handler in place at that moment (noted in
+    seen["handler"]) just before the `line`-th line run in the files `traced`."""
+    def tracer(frame, event, _arg):
+        if frame.f_code.co_filename not in traced:
+            return None
+        if event == "line" and seen[armed]:
+            seen["lines"] += 1
+            if seen["lines"] == line and not seen["fired"]:
+                seen["fired"] = True
+                seen["handler"] = handler = signal.getsignal(signal.SIGTERM)
+                if callable(handler):
+                    handler(signal.SIGTERM, None)
+        return tracer
+    return tracer
+
+
 def main_with_a_second_signal_at(line: int, monkeypatch) -> dict:
     """main as the program runs it, its work stopped by a first SIGTERM (its handler called as Python calls it), and
     the handler in place for SIGTERM at that moment called again just before the `line`-th line main runs after
@@ -223,19 +240,7 @@ def main_with_a_second_signal_at(line: int, monkeypatch) -> dict:
         stopping.on_stop_signal(signal.SIGTERM)         # raises RunStopped, as the first signal's handler does
         return 0
 
-    def tracer(frame, event, _arg):
-        if frame.f_code.co_filename not in traced:
-            return None
-        if event == "line" and seen["stopped"]:
-            seen["lines"] += 1
-            if seen["lines"] == line and not seen["fired"]:
-                seen["fired"] = True
-                seen["handler"] = handler = signal.getsignal(signal.SIGTERM)
-                if callable(handler):
-                    handler(signal.SIGTERM, None)
-        return tracer
-
-    ended = main_as_the_program(monkeypatch, stopped_work, tracer)
+    ended = main_as_the_program(monkeypatch, stopped_work, handler_in_place_before(line, seen, "stopped", traced))
     return {**seen, **ended}
 
 
@@ -306,19 +311,7 @@ def test_a_first_sigterm_as_main_returns_from_work_that_was_not_stopped_ends_the
             seen["done"] = True
             return 0
 
-        def tracer(frame, event, _arg, seen=seen, line=line):
-            if frame.f_code.co_filename not in traced:
-                return None
-            if event == "line" and seen["done"]:
-                seen["lines"] += 1
-                if seen["lines"] == line and not seen["fired"]:
-                    seen["fired"] = True
-                    handler = signal.getsignal(signal.SIGTERM)
-                    if callable(handler):
-                        handler(signal.SIGTERM, None)
-            return tracer
-
-        ended = main_as_the_program(monkeypatch, work, tracer)
+        ended = main_as_the_program(monkeypatch, work, handler_in_place_before(line, seen, "done", traced))
         if not seen["fired"]:
             break
         outcomes.append((line, ended))
