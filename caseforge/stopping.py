@@ -202,7 +202,7 @@ def _end_as_stopped() -> None:
     if request is not None and request.exit_code != _leaving["exit_code"]:
         logging.shutdown()
         _leave(request)
-    if request is not None or _leaving["exit_code"] in {128 + signum for signum in SIGNAL_CAUSES}:
+    if _leaving["exit_code"] in {128 + signum for signum in SIGNAL_CAUSES}:     # a stop's, recorded or not
         # the exit status is a stop's: after this last hook the interpreter gives SIGINT and SIGTERM their default
         # action back (except where ignored) while it tears its modules down, and a second signal of `timeout`
         # landing then killed the stopped command (exit -15, not 143)
