@@ -1,6 +1,7 @@
 """run_job fanned out to shard runs (caseforge.llm.fanout), with the runs played by a double that answers each
 shard in a thread of this process the way a worker would. The real thing, on a Prefect server with process
 workers, is tests/integration/test_llm_fanout_prefect.py."""
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -11,11 +12,11 @@ from echo_prompts import Number, requests_for
 
 from caseforge.llm import FreeText, fanout, run_job
 from caseforge.llm.config import LLMChoice
-from caseforge.llm.shards import Shard
+from caseforge.llm.shards import ANSWERS, Shard
 from caseforge.llm.types import Completion
 from caseforge.llm.worker import run_shard
 from caseforge.settings import SettingsError, load_settings, overriding
-from caseforge.store import StoreError, open_store
+from caseforge.store import Store, StoreError, open_store
 from caseforge.warehouse.connection import connect
 
 
@@ -50,6 +51,16 @@ class EchoBackendDouble:
         return out
 
 
+class StoreLosingAnswers(Store):
+    """A worker's store that never receives the shard's whole answers (the worker died as it wrote them):
+    only its saved parts reach the store. Dropping the write, not deleting the object after it, leaves no
+    moment in which the orchestrator could see answers that the run never delivered."""
+
+    def put(self, name: str, data: bytes) -> None:
+        if not name.endswith("/" + ANSWERS):
+            super().put(name, data)
+
+
 class ShardRunsDouble:
     """Stands in for Prefect: each submitted shard is answered by run_shard in a thread, whose flow-run
     heartbeat beats while it works. `how(shard, n)` says what the n-th submission of a shard does: "ok",
@@ -81,11 +92,12 @@ class ShardRunsDouble:
 
         def answer() -> dict | None:
             store = open_store(parameters["store"])
+            if how == "crashes after":
+                store = StoreLosingAnswers(**{f.name: getattr(store, f.name) for f in dataclasses.fields(store)})
             shard = Shard(store, parameters["shard"])
             run_shard(parameters["step"], backend, shard, parameters["max_attempts"],
                       worker={"name": f"worker-of-{run_id}"})
             if how == "crashes after":
-                store.delete(shard.answers)
                 return {"state": fanout.FAILED, "message": "crashed: marked by the zombie automation"}
             return None
         self.answer_in_thread(record, answer)
