@@ -20,7 +20,7 @@ from caseforge.archive import RawArchive  # noqa: E402
 from caseforge.llm.backends.replay import export_replay  # noqa: E402
 from caseforge.retrieval import Corpus, build_retriever  # noqa: E402
 from caseforge.retrieval.corpora import barexam_corpus  # noqa: E402
-from caseforge.run_record import start_run  # noqa: E402
+from caseforge.run_record import finish_run, start_run  # noqa: E402
 from caseforge.stage_report import StageReport
 from caseforge.tasks.barexam.ingest import import_folder  # noqa: E402
 from caseforge.tasks.case.eval import barexam as barexam_eval  # noqa: E402
@@ -36,7 +36,9 @@ RECORDED = [("case", {"k": K, "max_rounds": 2, "seed": 11}), ("llm-only", {}), (
 
 def ingest(con, folder: Path) -> StageReport:
     report = StageReport("barexam")
-    import_folder(con, RawArchive(con), start_run(con, "ingest", "barexam"), folder, report)
+    run_id = start_run(con, "ingest", "barexam")
+    import_folder(con, RawArchive(con), run_id, folder, report)
+    finish_run(con, run_id, report)
     return report
 
 

@@ -55,7 +55,8 @@ def test_a_mirror_the_disk_has_no_room_for_fails_the_run_after_its_end_was_writt
     it: `status` shows it, and the next start writes it."""
     from caseforge import session as session_module
     from caseforge.cli.status import status_data
-    from caseforge.run_record import start_run
+    from caseforge.run_record import finish_run, start_run
+    from caseforge.stage_report import StageReport
     from caseforge.settings import load_settings
     from caseforge.warehouse.connection import connect
 
@@ -101,9 +102,10 @@ def test_a_mirror_the_disk_has_no_room_for_fails_the_run_after_its_end_was_writt
             "succeeded"                                   # the first end, as the warehouse holds it
         shown = {r["run_id"]: r for r in status_data(con, 5, db_path)["runs"]}
         assert shown[second.run_id]["status"] == "failed"   # status shows the amended end from the file
-        start_run(con, "ingest", "next")                   # the next start records it
+        following = start_run(con, "ingest", "next")       # the next start records it
         status, message = con.execute("SELECT status, message FROM ops.runs WHERE run_id = ?",
                                       [second.run_id]).fetchone()
+        finish_run(con, following, StageReport("next"))
     finally:
         con.close()
     assert status == "failed" and message.startswith("ingest hudoc: the Parquet mirror: the disk is full")

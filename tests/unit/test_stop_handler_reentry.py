@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from caseforge import stopping
+from caseforge import run_record, stopping
 
 HANG_S = 5.0            # a handler call that has not returned by then waits on something that will not come
 # The lines of the stop path. Not threading's own: an exception a tracer raises there (the double of _leave's) can
@@ -42,8 +42,11 @@ class Left(BaseException):
 
 @pytest.fixture
 def doubles(monkeypatch):
-    """_leave and the grace timers replaced by doubles; yields the exit statuses _leave was called with."""
+    """_leave and the grace timers replaced by doubles; yields the exit statuses _leave was called with. The
+    process's record of open runs starts empty, as a command's does: a stop ends every run the process holds open,
+    so a run another test of this worker left open would be ended, and named, by these tests' stops."""
     left: list[int] = []
+    monkeypatch.setattr(run_record, "_OPEN_RUNS", {})
 
     def leave_double(request, note=""):
         left.append(request.exit_code)
