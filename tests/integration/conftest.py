@@ -33,6 +33,7 @@ CASES_IN_RUN = 20
 CASEFACTS_CASES = 1
 NIGHTLY_DEADLINE_S = int(os.environ.get("CASEFORGE_TEST_NIGHTLY_DEADLINE_S", "900"))
 LEGACY_ROWS = 50
+RETRIED_STATUS = (429, 502, 503)     # prefect.client.base: the codes its client retries
 
 
 def _free_port() -> int:
@@ -50,7 +51,16 @@ class PrefectServer:
     timings: dict = field(default_factory=dict)
 
     def api(self, method: str, path: str, **kwargs) -> httpx.Response:
-        response = httpx.request(method, f"{self.url}/api{path}", timeout=30, **kwargs)
+        """One call of the server's REST API, retried as Prefect's own client retries it: the server answers 503
+        when its SQLite database was locked by another writer (the worker, its services), 429 and 502 when busy;
+        the transaction was rolled back, so the call is made again after a pause (the Retry-After's, or 1, 2, 4
+        ... s), up to six times."""
+        for attempt in range(6):
+            response = httpx.request(method, f"{self.url}/api{path}", timeout=30, **kwargs)
+            if response.status_code not in RETRIED_STATUS or attempt == 5:
+                break
+            retry_after = response.headers.get("retry-after", "")
+            time.sleep(float(retry_after) if retry_after.isdigit() else 2 ** attempt)
         response.raise_for_status()
         return response
 
