@@ -1,7 +1,6 @@
 """run_job fanned out to shard runs (caseforge.llm.fanout), with the runs played by a double that answers each
 shard in a thread of this process the way a worker would. The real thing, on a Prefect server with process
 workers, is tests/integration/test_llm_fanout_prefect.py."""
-import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -93,7 +92,7 @@ class ShardRunsDouble:
         def answer() -> dict | None:
             store = open_store(parameters["store"])
             if how == "crashes after":
-                store = StoreLosingAnswers(**{f.name: getattr(store, f.name) for f in dataclasses.fields(store)})
+                store = StoreLosingAnswers(**vars(store))
             shard = Shard(store, parameters["shard"])
             run_shard(parameters["step"], backend, shard, parameters["max_attempts"],
                       worker={"name": f"worker-of-{run_id}"})
