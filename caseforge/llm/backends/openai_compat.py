@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from caseforge.llm.backends.served import ServedModelMismatch, described, listed_name, same_model
 from caseforge.llm.types import Completion, LLMRequest
+from caseforge.stopping import check_stop
 
 __all__ = ["OpenAIBackend", "ServedModelMismatch", "same_model"]
 
@@ -57,6 +58,7 @@ RETRY_STATUSES = {408, 425, 429, 500, 502, 503, 504}
 REQUEST_STATUSES = {400, 413, 422}     # the endpoint refused this request itself: another run would too
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 LOOPBACK_HOSTS = {"localhost", "::1"}
+STOP_CHECK_S = 0.2                     # how often a batch waiting for answers looks for a stop request
 
 
 class _Retryable(Exception):
@@ -203,7 +205,7 @@ class OpenAIBackend:
         thread.start()
         try:
             for _ in range(len(requests)):
-                index, item = finished.get()
+                index, item = _next_finished(finished)
                 if index is None:   # the loop itself broke: a bug, not a request's problem
                     raise item
                 yield index, item
@@ -369,6 +371,17 @@ class _Final(Exception):
         super().__init__(reason)
         self.text = text
         self.answered = answered
+
+
+def _next_finished(finished: queue.SimpleQueue) -> tuple:
+    """The next (index, completion), waiting as long as it takes unless the process is told to stop: a stop
+    signal's exception that Python lost (raised inside a finaliser) would otherwise leave the caller waiting on an
+    endpoint that never answers until the grace timer ends the command."""
+    while True:
+        try:
+            return finished.get(timeout=STOP_CHECK_S)
+        except queue.Empty:
+            check_stop()
 
 
 class _LoopControl:
