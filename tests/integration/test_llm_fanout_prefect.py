@@ -77,16 +77,31 @@ def claim_of(request: dict) -> str:
     return re.search(r"STATEMENT: (.*)", request["messages"][-1]["content"]).group(1).strip()
 
 
-def project_files() -> dict[str, tuple[int, int]]:
-    """Every file of the checkout the orchestrator runs from (its virtual environment aside): path → (size, mtime)."""
+# What the suite's other tests write while this one runs on another worker: Label Studio writes its version file
+# into .venv-review when it starts, and the browser tests save their screenshots under out/ci-artifacts (both seen
+# when Label Studio's group ran beside this test); .venv-harness is an environment like them.
+NOT_THE_CHECKOUTS = (".git", ".venv", ".venv-review", ".venv-harness", "out/ci-artifacts")
+
+
+def project_files(root: Path = PROJECT_ROOT) -> dict[str, tuple[int, int]]:
+    """Every file of the checkout the orchestrator runs from (the virtual environments and the suite's artifacts
+    folder aside): path → (size, mtime)."""
     found = {}
-    for path in PROJECT_ROOT.rglob("*"):
-        relative = path.relative_to(PROJECT_ROOT)
-        if relative.parts[0] in (".venv", ".git") or not path.is_file():
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if any(relative.is_relative_to(folder) for folder in NOT_THE_CHECKOUTS) or not path.is_file():
             continue
         stat = path.stat()
         found[str(relative)] = (stat.st_size, stat.st_mtime_ns)
     return found
+
+
+def test_the_checkouts_files_are_its_own_not_its_environments_or_the_suites_artifacts(tmp_path):
+    for name in ("caseforge/a.py", "out/report.md", ".venv-review/lib/label_studio/core/version_.py",
+                 ".venv-harness/lib/x.pyc", "out/ci-artifacts/review-labelling.png", ".venv/bin/python"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    assert sorted(project_files(tmp_path)) == ["caseforge/a.py", "out/report.md"]
 
 
 @pytest.fixture(scope="module")
