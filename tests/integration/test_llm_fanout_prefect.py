@@ -33,6 +33,7 @@ import pytest
 import yaml
 from doc_pages import read
 from oyez_subset import link_oyez_subset
+from prefect_runs import CI_ARTIFACTS
 
 from caseforge.llm.doubles import ScriptedOpenAIServerDouble, chat_reply
 
@@ -80,7 +81,7 @@ def claim_of(request: dict) -> str:
 # What the suite's other tests write while this one runs on another worker: Label Studio writes its version file
 # into .venv-review when it starts, and the browser tests save their screenshots under out/ci-artifacts (both seen
 # when Label Studio's group ran beside this test); .venv-harness is an environment like them.
-NOT_THE_CHECKOUTS = (".git", ".venv", ".venv-review", ".venv-harness", "out/ci-artifacts")
+NOT_THE_CHECKOUTS = (".git", ".venv", ".venv-review", ".venv-harness", str(CI_ARTIFACTS.relative_to(PROJECT_ROOT)))
 
 
 def project_files(root: Path = PROJECT_ROOT) -> dict[str, tuple[int, int]]:
